@@ -1,0 +1,83 @@
+"""What a script may reference: available models, tools, roles, aliases (the preflight's `caps`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Sets of `provider/model` ids, tool names and role names a script is checked against.
+
+    `known_models` (for bare-id resolution) defaults to `models`. `verified_models` is False
+    when no model registry is configured: unknown models are then reported at information
+    severity by `analyze` instead of as errors (preflight still follows the reference).
+    """
+
+    models: frozenset[str] = frozenset()
+    tools: frozenset[str] = frozenset()
+    agent_types: frozenset[str] = frozenset()
+    model_aliases: Mapping[str, str] = field(default_factory=dict)
+    known_models: frozenset[str] | None = None
+    settings_path: str | None = None
+    skip_model_availability: bool = False
+    verified_models: bool = True
+
+    @classmethod
+    def create(
+        cls,
+        models: Iterable[str] = (),
+        tools: Iterable[str] = (),
+        agent_types: Iterable[str] = (),
+        model_aliases: Mapping[str, str] | None = None,
+        known_models: Iterable[str] | None = None,
+        settings_path: str | None = None,
+        skip_model_availability: bool = False,
+        verified_models: bool = True,
+    ) -> Capabilities:
+        return cls(
+            models=frozenset(models),
+            tools=frozenset(tools),
+            agent_types=frozenset(agent_types),
+            model_aliases=dict(model_aliases or {}),
+            known_models=None if known_models is None else frozenset(known_models),
+            settings_path=settings_path,
+            skip_model_availability=skip_model_availability,
+            verified_models=verified_models,
+        )
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Capabilities:
+        """Build from the wire shape `{models, tools, agentTypes, modelAliases?, knownModels?, ...}`."""
+        return cls.create(
+            models=obj.get("models") or (),
+            tools=obj.get("tools") or (),
+            agent_types=obj.get("agentTypes") or (),
+            model_aliases=obj.get("modelAliases") or {},
+            known_models=obj.get("knownModels"),
+            settings_path=obj.get("settingsPath"),
+            skip_model_availability=bool(obj.get("skipModelAvailability", False)),
+        )
+
+    @property
+    def resolvable_models(self) -> frozenset[str]:
+        """Models a bare id may resolve to."""
+        return self.models if self.known_models is None else self.known_models
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "models": sorted(self.models),
+            "tools": sorted(self.tools),
+            "agentTypes": sorted(self.agent_types),
+        }
+        if self.model_aliases:
+            data["modelAliases"] = dict(self.model_aliases)
+        if self.known_models is not None:
+            data["knownModels"] = sorted(self.known_models)
+        if self.settings_path is not None:
+            data["settingsPath"] = self.settings_path
+        if self.skip_model_availability:
+            data["skipModelAvailability"] = True
+        return data
