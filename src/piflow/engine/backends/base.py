@@ -1,0 +1,84 @@
+"""The agent backend interface: run one attempt of one agent, reporting accounting as it goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from piflow.config.model_refs import ModelRef
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token and cost deltas of one model turn (cache tokens are not budgeted)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output
+
+
+@dataclass(frozen=True)
+class AttemptRequest:
+    """Everything a backend needs to run one attempt (spec J.3)."""
+
+    run_id: str
+    agent_id: str
+    attempt: int
+    workflow_name: str
+    label: str
+    task: str
+    prompt: str
+    model: ModelRef
+    thinking: str | None
+    tools: tuple[str, ...]
+    cwd: str
+    role: str | None = None
+    system_append: str | None = None
+    output_schema: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    conversation: str | None = None
+    """The conversation id when this attempt is a conversation turn (continues its session)."""
+
+
+class AttemptControl(Protocol):
+    """What the engine offers a running attempt: budget gates, accounting, progress."""
+
+    def before_turn(self) -> None:
+        """Raise BUDGET_EXHAUSTED when the run may not start another model turn."""
+
+    def after_turn(self, usage: Usage, final: bool) -> str | None:
+        """Record a turn's usage; raise BUDGET_EXHAUSTED after an over-budget non-final turn.
+
+        Returns a steering message (the soft-limit instruction) to send before the next turn.
+        """
+
+    def activity(self, text: str | None) -> None:
+        """Show what the agent is doing (`reasoning`, `responding`, a tool name)."""
+
+    def validate_result(self, value: Any) -> bool:
+        """True when `value` satisfies the agent's output schema."""
+
+    def transcript(self, path: str, session_id: str | None = None) -> None:
+        """Record where this attempt's native transcript lives."""
+
+
+class ProviderRateLimited(Exception):  # noqa: N818 - a signal, not a failure
+    """The provider asked us to slow down: the run pauses and the same attempt is retried."""
+
+
+class AgentBackend(Protocol):
+    name: str
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        """Run the attempt to its final value (text, or the schema value when one is required).
+
+        Raise WorkflowError for failures with a spec code (AGENT_FAILED, RESULT_INVALID, ...),
+        ProviderRateLimited for rate limits. Cancellation arrives as anyio cancellation.
+        """
+        ...

@@ -1,0 +1,62 @@
+"""The in-process event bus: every spec I event, published after it is persisted."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+log = logging.getLogger(__name__)
+
+RUN_STARTED: Final = "workflow:run-started"
+RUN_RESUMED: Final = "workflow:run-resumed"
+RUN_STATE_CHANGED: Final = "workflow:run-state-changed"
+RUN_COMPLETED: Final = "workflow:run-completed"
+RUN_FAILED: Final = "workflow:run-failed"
+AGENT_STATE_CHANGED: Final = "workflow:agent-state-changed"
+PHASE_CHANGED: Final = "workflow:phase-changed"
+CHECKPOINT_STATE_CHANGED: Final = "workflow:checkpoint-state-changed"
+BUDGET_EVENT: Final = "workflow:budget-event"
+WORKTREE_CREATED: Final = "workflow:worktree-created"
+# piflow's own events (not in the reference): a script's log() lines and run warnings.
+RUN_LOG: Final = "piflow:log"
+RUN_WARNING: Final = "piflow:warning"
+# Requests written by a process that does not own the run; the owner carries them out.
+CONTROL_REQUEST: Final = "piflow:control"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One published event; `payload` already holds the base fields of spec I."""
+
+    seq: int
+    run_id: str
+    type: str
+    payload: dict[str, Any]
+
+
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Best-effort fan-out: listener errors are logged and ignored, never reach the engine."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def publish(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not break a run
+                log.exception("event listener failed for %s", event.type)
