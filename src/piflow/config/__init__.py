@@ -1,0 +1,177 @@
+"""Everything piflow reads about its environment, gathered once per project (`load_config`).
+
+pi's files (agent dir, workflow settings, roles, models.json) and piflow's own (piflow.toml,
+the user config) are read here and nowhere else, so the analysis, the engine, the CLI and the
+language server all see the same configuration. `capabilities()` turns it into what a script
+is checked against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
+from piflow.config.paths import (
+    agent_dir,
+    global_roles_dir,
+    global_settings_path,
+    models_registry_path,
+    project_roles_dir,
+    project_settings_path,
+    user_config_path,
+)
+from piflow.config.project import ProjectConfig, load_project_config
+from piflow.config.registry import ModelRegistry, load_model_registry
+from piflow.config.resources import ResourcePolicy, merge_resource_policies
+from piflow.config.roles import RoleDefinition, RoleSet, load_roles, parse_role_markdown
+from piflow.config.settings import WorkflowSettings, load_settings, save_model_aliases, validate_model_aliases
+from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:  # config sits below analysis; Capabilities is imported lazily at run time
+    from piflow.analysis.capabilities import Capabilities
+
+__all__ = [
+    "DEFAULT_ROOT_TOOLS",
+    "THINKING_LEVELS",
+    "ModelRef",
+    "ModelRegistry",
+    "PiflowConfig",
+    "ProjectConfig",
+    "ResourcePolicy",
+    "RoleDefinition",
+    "RoleSet",
+    "WorkflowSettings",
+    "capabilities",
+    "load_config",
+    "load_settings",
+    "parse_model_reference",
+    "parse_role_markdown",
+    "resolve_model_reference",
+    "save_model_aliases",
+    "validate_model_aliases",
+]
+
+_T = TypeVar("_T")
+
+DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
+"""pi's built-in tools: the root tools when nothing says otherwise."""
+
+
+@dataclass(frozen=True)
+class PiflowConfig:
+    """The configuration of one project as piflow sees it.
+
+    `project_settings` is None when the project is untrusted (its `.pi/` is then ignored).
+    `problems` collects the errors a tolerant load replaced with defaults (empty otherwise).
+    """
+
+    cwd: Path
+    agent_dir: Path
+    project: ProjectConfig
+    settings_path: Path
+    settings: WorkflowSettings
+    project_settings_path: Path
+    project_settings: WorkflowSettings | None
+    roles: RoleSet
+    registry: ModelRegistry
+    problems: tuple[WorkflowError, ...] = field(default=())
+
+    @property
+    def trusted(self) -> bool:
+        return self.project.trusted
+
+    @property
+    def project_root(self) -> Path:
+        return self.project.project_root
+
+    @property
+    def model_aliases(self) -> dict[str, str]:
+        """Aliases come only from the global settings (spec D)."""
+        return dict(self.settings.model_aliases or {})
+
+    @property
+    def resource_policy(self) -> ResourcePolicy:
+        """Effective disabled resources: global union trusted project, order kept."""
+        project = self.project_settings.disabled_agent_resources if self.project_settings else None
+        return merge_resource_policies(self.settings.disabled_agent_resources, project)
+
+
+def load_config(
+    cwd: Path | str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    tolerant: bool = False,
+    user_file: Path | None = None,
+) -> PiflowConfig:
+    """Read every configuration source for the project containing `cwd`.
+
+    Strict by default: the first broken file raises its WorkflowError (a launch must not run
+    on a half-read configuration). With `tolerant=True` (editor features) each broken source
+    falls back to its default and the error is kept in `problems`.
+    """
+    start = Path(cwd).resolve()
+    problems: list[WorkflowError] = []
+
+    def attempt(load: Callable[[], _T], default: _T) -> _T:
+        try:
+            return load()
+        except WorkflowError as error:
+            if not tolerant:
+                raise
+            problems.append(error)
+            return default
+
+    project = attempt(
+        lambda: load_project_config(start, environ, user_file or user_config_path(environ)),
+        ProjectConfig(project_root=start if start.is_dir() else start.parent),
+    )
+    agent = agent_dir(environ)
+    root = project.project_root
+    settings_file = global_settings_path(agent)
+    project_settings_file = project_settings_path(root)
+    settings = attempt(lambda: load_settings(settings_file, environ), WorkflowSettings())
+    project_settings: WorkflowSettings | None = None
+    if project.trusted:
+        project_settings = attempt(lambda: load_settings(project_settings_file, environ), WorkflowSettings())
+    roles = attempt(
+        lambda: load_roles(global_roles_dir(agent), project_roles_dir(root) if project.trusted else None),
+        RoleSet(),
+    )
+    registry = attempt(
+        lambda: load_model_registry(models_registry_path(agent), environ),
+        ModelRegistry(models_registry_path(agent)),
+    )
+    return PiflowConfig(
+        cwd=start,
+        agent_dir=agent,
+        project=project,
+        settings_path=settings_file,
+        settings=settings,
+        project_settings_path=project_settings_file,
+        project_settings=project_settings,
+        roles=roles,
+        registry=registry,
+        problems=tuple(problems),
+    )
+
+
+def capabilities(config: PiflowConfig, tools: Iterable[str] | None = None) -> Capabilities:
+    """What a script of this project may reference: available models, root tools, roles, aliases.
+
+    Without a model registry nothing can be verified: `verified_models` is False, so analysis
+    reports unknown models as "cannot verify" instead of errors.
+    """
+    from piflow.analysis.capabilities import Capabilities
+
+    return Capabilities.create(
+        models=config.registry.available_models,
+        tools=DEFAULT_ROOT_TOOLS if tools is None else tools,
+        agent_types=config.roles.names,
+        model_aliases=config.model_aliases,
+        known_models=config.registry.known_models,
+        settings_path=str(config.settings_path),
+        verified_models=config.registry.configured,
+    )

@@ -50,6 +50,11 @@ def parse_model_reference(value: str) -> ModelRef:
     return ModelRef(provider, model, thinking)
 
 
+def _model_part(known: str) -> str:
+    """The part of a known `provider/model` a bare id is compared with (all of it without a `/`)."""
+    return known.partition("/")[2] if "/" in known else known
+
+
 def _settings_suffix(settings_path: str | None) -> str:
     return f" (settings: {settings_path})" if settings_path else ""
 
@@ -77,7 +82,7 @@ def resolve_model_reference(
     unknown = WorkflowError("UNKNOWN_MODEL", f"Unknown model {value}{_settings_suffix(settings_path)}")
     if sep and thinking not in THINKING_LEVELS:
         raise unknown
-    matches = [known for known in (known_models or ()) if known.partition("/")[2 if "/" in known else 0] == bare]
+    matches = [known for known in (known_models or ()) if _model_part(known) == bare]
     if len(matches) != 1:
         raise unknown
     return parse_model_reference(f"{matches[0]}:{thinking}" if sep else matches[0])

@@ -1,0 +1,326 @@
+"""piflow's own settings: `piflow.toml` at a project root and the user's `config.toml`.
+
+These hold what pi's files do not: which backend runs agents, which files are workflow
+scripts, where the run store lives, and whether a project's `.pi/` files are trusted. Both
+files share one schema (pydantic, unknown keys rejected); the user file may also list
+trusted projects. Every problem is a CONFIG_ERROR `<file>:<line>: <what>`, with the line of
+the offending key so editors and terminals can jump to it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from piflow.config.paths import PROJECT_CONFIG_NAME, expand_home, user_config_path
+from piflow.errors import WorkflowError
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "DEFAULT_SCRIPT_GLOBS",
+    "BackendName",
+    "PiflowFile",
+    "ProjectConfig",
+    "find_project_root",
+    "load_project_config",
+    "read_piflow_file",
+]
+
+BackendName = Literal["scripted", "openai", "pi"]
+DEFAULT_BACKEND: Final[BackendName] = "scripted"
+DEFAULT_SCRIPT_GLOBS: Final = ("**/*.workflow.js",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class PiflowSection(_Strict):
+    """`[piflow]`: the defaults piflow works with."""
+
+    backend: BackendName | None = Field(
+        default=None, description="Backend that runs agents: scripted, openai or pi."
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Launching model (provider/model[:thinking], alias or bare id): what agents use when "
+        "neither the call nor its role names a model. pi uses its session's model.",
+    )
+    scripts: list[str] | None = Field(
+        default=None,
+        description='Globs (relative to the project root) of workflow scripts, e.g. ["**/*.workflow.js"].',
+    )
+    store: str | None = Field(
+        default=None, description="Run store directory (relative paths are relative to this file)."
+    )
+    trust_project: bool | None = Field(
+        default=None,
+        description="piflow.toml: trust this project's .pi/ roles and settings. "
+        "User config: trust every project that does not say otherwise.",
+    )
+
+
+class BackendOverride(_Strict):
+    """`[backends.<provider>]`: the backend for one model provider."""
+
+    backend: BackendName = Field(description="Backend that runs this provider's models.")
+
+
+class ScriptedSection(_Strict):
+    """`[scripted]`: the deterministic backend's fixtures."""
+
+    fixtures: str | None = Field(
+        default=None, description="Fixture file (relative paths are relative to this file)."
+    )
+
+
+class PiflowFile(_Strict):
+    """The schema of `piflow.toml` and of the user's `config.toml`."""
+
+    piflow: PiflowSection = Field(default_factory=PiflowSection)
+    backends: dict[str, BackendOverride] = Field(default_factory=dict)
+    scripted: ScriptedSection = Field(default_factory=ScriptedSection)
+    trusted_projects: list[str] | None = Field(
+        default=None, description="User config only: absolute paths of trusted projects (~ allowed)."
+    )
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The effective piflow settings for one project: project file over user file over defaults."""
+
+    project_root: Path
+    project_file: Path | None = None
+    user_file: Path | None = None
+    backend: BackendName = DEFAULT_BACKEND
+    model: str | None = None
+    provider_backends: dict[str, BackendName] = field(default_factory=dict)
+    scripts: tuple[str, ...] = DEFAULT_SCRIPT_GLOBS
+    store: Path | None = None
+    fixtures: Path | None = None
+    trusted: bool = False
+    trust_reason: str = "no piflow.toml or user setting trusts this project"
+
+    def backend_for(self, provider: str) -> BackendName:
+        """The backend for a model provider (`[backends.<provider>]`, else `[piflow] backend`)."""
+        return self.provider_backends.get(provider, self.backend)
+
+
+def find_project_root(start: Path | str) -> Path | None:
+    """The nearest directory at or above `start` (a file or directory) holding `piflow.toml`."""
+    current = Path(start).resolve()
+    if not current.is_dir():
+        current = current.parent
+    for directory in (current, *current.parents):
+        if (directory / PROJECT_CONFIG_NAME).is_file():
+            return directory
+    return None
+
+
+_SYNTAX_POSITION: Final = re.compile(r"\s*\(at line (\d+), column \d+\)|\s*\(at end of document\)")
+
+
+def read_piflow_file(path: Path, allow_trusted_projects: bool) -> PiflowFile | None:
+    """Parse and validate one piflow TOML file; None when it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkflowError("CONFIG_ERROR", f"{path}:1: cannot read: {error}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        match = _SYNTAX_POSITION.search(message)
+        line = int(match.group(1)) if match and match.group(1) else max(text.count("\n"), 1)
+        what = _SYNTAX_POSITION.sub("", message)
+        raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: invalid TOML: {what}") from None
+    if not allow_trusted_projects and "trusted_projects" in data:
+        line = _key_line(text, ("trusted_projects",))
+        raise WorkflowError(
+            "CONFIG_ERROR",
+            f"{path}:{line}: trusted_projects belongs in the user config, not in {PROJECT_CONFIG_NAME}",
+        )
+    try:
+        return PiflowFile.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = tuple(first["loc"])
+        line = _key_line(text, location)
+        raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: {_describe(first, location)}") from None
+
+
+def _describe(error: Mapping[str, Any], location: Sequence[Any]) -> str:
+    dotted = ".".join(str(step) for step in location if not isinstance(step, int)) or "file"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {dotted}"
+    if error["type"] == "literal_error":
+        return f'{dotted} must be one of "scripted", "openai", "pi"'
+    message = str(error["msg"])
+    return f"{dotted}: {message[:1].lower()}{message[1:]}"
+
+
+_TABLE: Final = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY: Final = re.compile(
+    r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*="""
+)
+_KEY_PART: Final = re.compile(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""")
+
+
+def _key_parts(text: str) -> tuple[str, ...]:
+    return tuple(part.strip("\"'") for part in _KEY_PART.findall(text))
+
+
+def _key_line(text: str, location: Sequence[Any]) -> int:
+    """The 1-based line where the key at `location` (or its nearest parent) is written."""
+    wanted = tuple(str(step) for step in location if not isinstance(step, int))
+    best_line, best_depth = 1, -1
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TABLE.match(line)
+        if header:
+            table = _key_parts(header.group(1))
+            path = table
+        else:
+            key = _KEY.match(line)
+            if not key:
+                continue
+            path = table + _key_parts(key.group(1))
+        depth = len(path)
+        if wanted[:depth] == path and depth > best_depth:
+            best_line, best_depth = number, depth
+            if depth == len(wanted):
+                break
+    return best_line
+
+
+def _resolve_against(file: Path, value: str) -> Path:
+    expanded = Path(expand_home(value))
+    return expanded if expanded.is_absolute() else (file.parent / expanded).resolve()
+
+
+def _trusted_paths(user: PiflowFile | None, user_path: Path) -> list[Path]:
+    paths = []
+    for entry in (user.trusted_projects or []) if user else []:
+        expanded = Path(expand_home(entry))
+        if not expanded.is_absolute():
+            line = _key_line(user_path.read_text(encoding="utf-8"), ("trusted_projects",))
+            raise WorkflowError(
+                "CONFIG_ERROR", f"{user_path}:{line}: trusted_projects entries must be absolute paths"
+            )
+        paths.append(expanded.resolve())
+    return paths
+
+
+def load_project_config(
+    start: Path | str,
+    environ: Mapping[str, str] | None = None,
+    user_file: Path | None = None,
+) -> ProjectConfig:
+    """Gather piflow's settings for the project containing `start` (a file or directory).
+
+    The project root is the nearest directory with `piflow.toml`, else `start` itself.
+    Trust: a project is trusted when the user config lists it in `trusted_projects`, or its
+    own piflow.toml says `trust_project = true`, or — when its piflow.toml says nothing —
+    the user config's `[piflow] trust_project = true`. Otherwise it is not trusted.
+    """
+    start_path = Path(start).resolve()
+    found = find_project_root(start_path)
+    root = found or (start_path if start_path.is_dir() else start_path.parent)
+    project_path = root / PROJECT_CONFIG_NAME if found else None
+    user_path = user_file if user_file is not None else user_config_path(environ)
+    project = read_piflow_file(project_path, allow_trusted_projects=False) if project_path else None
+    user = read_piflow_file(user_path, allow_trusted_projects=True)
+
+    sources = [(file, path) for file, path in ((project, project_path), (user, user_path)) if file and path]
+
+    def first(get: Callable[[PiflowFile], Any]) -> tuple[Any, Path] | None:
+        """The first value set in the project file, then the user file, with the file it is in."""
+        for file, path in sources:
+            value = get(file)
+            if value is not None:
+                return value, path
+        return None
+
+    trusted, reason = False, "no piflow.toml or user setting trusts this project"
+    if root in _trusted_paths(user, user_path):
+        trusted, reason = True, f"listed in trusted_projects of {user_path}"
+    elif project is not None and project.piflow.trust_project is not None:
+        trusted = project.piflow.trust_project
+        reason = f"trust_project = {str(trusted).lower()} in {project_path}"
+    elif user is not None and user.piflow.trust_project is not None:
+        trusted = user.piflow.trust_project
+        reason = f"trust_project = {str(trusted).lower()} in {user_path}"
+
+    backend = first(lambda file: file.piflow.backend)
+    model = first(lambda file: file.piflow.model)
+    scripts = first(lambda file: file.piflow.scripts)
+    store = first(lambda file: file.piflow.store)
+    fixtures = first(lambda file: file.scripted.fixtures)
+    backends: dict[str, BackendName] = {}
+    for file, _ in reversed(sources):
+        backends.update({name: entry.backend for name, entry in file.backends.items()})
+    return ProjectConfig(
+        project_root=root,
+        project_file=project_path,
+        user_file=user_path if user is not None else None,
+        backend=backend[0] if backend else DEFAULT_BACKEND,
+        model=model[0] if model else None,
+        provider_backends=backends,
+        scripts=tuple(scripts[0]) if scripts else DEFAULT_SCRIPT_GLOBS,
+        store=_resolve_against(store[1], store[0]) if store else None,
+        fixtures=_resolve_against(fixtures[1], fixtures[0]) if fixtures else None,
+        trusted=trusted,
+        trust_reason=reason,
+    )
+
+
+def generated_schema() -> dict[str, Any]:
+    """The JSON Schema of piflow.toml / config.toml (written to `schemas/piflow.toml.schema.json`)."""
+    schema = _without_null(PiflowFile.model_json_schema())
+    assert isinstance(schema, dict)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "piflow.toml"
+    schema["description"] = (
+        "piflow's own settings, in piflow.toml at a project root or ~/.config/piflow/config.toml. "
+        "Generated from piflow.config.project.PiflowFile; do not edit by hand."
+    )
+    return schema
+
+
+def _without_null(node: Any) -> Any:
+    """Drop pydantic's `null` alternatives and `default: null`: TOML has no null."""
+    if isinstance(node, list):
+        return [_without_null(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned = {
+        key: _without_null(value) for key, value in node.items() if not (key == "default" and value is None)
+    }
+    options = cleaned.get("anyOf")
+    if isinstance(options, list):
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1:
+            cleaned.pop("anyOf")
+            cleaned = {**kept[0], **cleaned}
+        else:
+            cleaned["anyOf"] = kept
+    return cleaned
+
+
+def schema_text() -> str:
+    """`schemas/piflow.toml.schema.json` as it must read (a test fails when the file drifts).
+
+    Regenerate with `python -c "from piflow.config.project import schema_text; print(schema_text(), end='')"`.
+    """
+    import json
+
+    return json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n"
