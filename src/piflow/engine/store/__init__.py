@@ -1,0 +1,31 @@
+"""The durable run store (SQLite, WAL) shared by every piflow process of a project."""
+
+from piflow.engine.store.location import default_store_path
+from piflow.engine.store.records import (
+    CHECKPOINT_STATES,
+    DECISION_STATES,
+    WORKTREE_STATES,
+    AgentRecord,
+    AttemptRecord,
+    CheckpointRecord,
+    DecisionRecord,
+    EventRecord,
+    RunRecord,
+    WorktreeRecord,
+)
+from piflow.engine.store.store import RunStore
+
+__all__ = [
+    "CHECKPOINT_STATES",
+    "DECISION_STATES",
+    "WORKTREE_STATES",
+    "AgentRecord",
+    "AttemptRecord",
+    "CheckpointRecord",
+    "DecisionRecord",
+    "EventRecord",
+    "RunRecord",
+    "RunStore",
+    "WorktreeRecord",
+    "default_store_path",
+]

@@ -1,0 +1,704 @@
+"""The durable run store: runs, journal, agents, checkpoints, decisions, events, worktrees, leases.
+
+One SQLite database per project, shared by every piflow process of that project (the LSP
+server, `piflow run`, `piflow approve`, ...). Design:
+
+- **One short transaction per state change.** Every write method is atomic on its own; a
+  `batch()` groups many of them into one transaction (the engine's hot path, and how a result
+  and its journal entry commit together). Write transactions start with `BEGIN IMMEDIATE`, so
+  a transaction never has to upgrade a read lock and lose to another writer half-way.
+- **WAL**: readers never block the writer nor the writer them; a reader in another process
+  sees each transaction whole or not at all. Writers queue behind `busy_timeout`.
+- **`synchronous=NORMAL`**: a commit is durable once `COMMIT` returns as far as the *process*
+  is concerned (a `kill -9` loses nothing committed: the WAL is in the OS page cache). A power
+  loss or OS crash may roll back the last few transactions (never corrupt the database);
+  `FULL` would fsync every commit, which costs far more than the engine's whole write path.
+- **Errors**: SQLite errors (disk full, I/O, busy past the timeout, corruption) become
+  `WorkflowError("INTERNAL_ERROR", ...)` naming the store and the cause, after the
+  transaction is rolled back, so no partial state is ever committed.
+
+A `RunStore` may be shared between threads (calls are serialised by a lock), but a batch
+belongs to the thread that opened it and must not span an `await`: other coroutines on the
+same thread would silently join it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from piflow.engine.events import BUDGET_EVENT
+from piflow.engine.journal import checkpoint_path
+from piflow.engine.store.location import create_private_file
+from piflow.engine.store.process import host_name, process_alive, process_start
+from piflow.engine.store.records import (
+    AGENT_STATES,
+    RUN_STATES,
+    AgentRecord,
+    AttemptRecord,
+    CheckpointRecord,
+    DecisionRecord,
+    EventRecord,
+    RunRecord,
+    WorktreeRecord,
+    check_state,
+)
+from piflow.engine.store.schema import migrate
+from piflow.engine.store.tables import (
+    AGENTS,
+    ATTEMPTS,
+    CHECKPOINTS,
+    DECISIONS,
+    EVENTS,
+    RUNS,
+    WORKTREES,
+    Table,
+    decode_optional,
+    encode_json,
+    encode_optional,
+)
+from piflow.errors import WorkflowError
+
+_RUN_UPDATABLE: Final = frozenset(
+    {"state", "phase", "error", "budget", "budget_version", "usage", "result", "warnings", "updated_at"}
+)
+_AGENT_UPDATABLE: Final = frozenset(AGENTS.columns) - {"id", "run_id", "n", "created_at"}
+_NO_LIMIT: Final = -1
+_JOURNAL_INSERT: Final = "INSERT INTO journal (run_id, path, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_LEASE_COLUMNS: Final = "owner_token, pid, host, pid_start, heartbeat_at"
+
+Subject = tuple[str, str]
+"""What a failed foreign key means: ("run", id) or ("agent", id)."""
+
+
+def _unknown(subject: Subject) -> WorkflowError:
+    kind, identifier = subject
+    return WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow {kind}: {identifier}")
+
+
+class RunStore:
+    """The run store of one project; open it with `RunStore.open(path)`."""
+
+    def __init__(self, connection: sqlite3.Connection, location: str) -> None:
+        """Wrap an open, configured and migrated connection (use `RunStore.open`)."""
+        self._connection = connection
+        self._location = location
+        self._lock = threading.RLock()
+        self._depth = 0
+        # Set when SQLite rolled back the whole transaction under an open batch (it does so on
+        # some I/O and disk-full errors): every later call in that batch must fail too, or it
+        # would run in autocommit mode and commit half a batch.
+        self._doomed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, busy_timeout: float = 10.0) -> RunStore:
+        """Open (creating and migrating as needed) the store at `path`."""
+        location = Path(path)
+        try:
+            create_private_file(location)
+        except OSError as exc:
+            raise WorkflowError("INTERNAL_ERROR", f"Cannot create the run store {location}: {exc}") from exc
+        try:
+            connection = sqlite3.connect(
+                location,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=256,
+            )
+        except sqlite3.Error as exc:
+            raise _store_error(str(location), exc) from exc
+        try:
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise WorkflowError(
+                    "INTERNAL_ERROR",
+                    f"Run store {location} cannot use write-ahead logging (journal mode {mode}); "
+                    "configure a store path on a local file system",
+                )
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            migrate(connection, str(location))
+        except sqlite3.Error as exc:
+            connection.close()
+            raise _store_error(str(location), exc) from exc
+        except BaseException:
+            connection.close()
+            raise
+        return cls(connection, str(location))
+
+    def close(self) -> None:
+        """Close the connection; an open batch is rolled back by SQLite."""
+        with self._lock:
+            self._connection.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- transactions ------------------------------------------------------------------------
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for every store call inside; all of them commit or none does.
+
+        A nested batch joins the outer transaction through a savepoint: an exception leaving
+        the inner block undoes the inner block's writes only, and the outer batch may go on.
+        """
+        with self._write(savepoint=True):
+            yield
+
+    @contextmanager
+    def _write(
+        self, *, savepoint: bool = False, subject: Subject | None = None
+    ) -> Iterator[sqlite3.Connection]:
+        """A write transaction, or a part of the enclosing one.
+
+        `savepoint` makes a multi-statement method atomic inside a batch too (single
+        statements are atomic by themselves). `subject` names what a foreign-key failure means.
+        """
+        with self._lock:
+            if self._doomed:
+                raise self._doomed_error()
+            connection = self._connection
+            depth = self._depth
+            name = f"nested{depth}" if depth and savepoint else None
+            try:
+                if depth == 0:
+                    connection.execute("BEGIN IMMEDIATE")
+                elif name is not None:
+                    connection.execute(f"SAVEPOINT {name}")
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+            self._depth = depth + 1
+            try:
+                yield connection
+            except BaseException as exc:
+                self._depth = depth
+                self._undo(depth, name)
+                if isinstance(exc, sqlite3.Error):
+                    raise self._error(exc, subject) from exc
+                raise
+            self._depth = depth
+            try:
+                if depth == 0:
+                    if self._doomed:
+                        self._doomed = False
+                        raise self._doomed_error()
+                    connection.execute("COMMIT")
+                elif name is not None:
+                    connection.execute(f"RELEASE {name}")
+            except sqlite3.Error as exc:
+                self._undo(depth, name)
+                raise self._error(exc) from exc
+
+    def _doomed_error(self) -> WorkflowError:
+        return WorkflowError(
+            "INTERNAL_ERROR", f"Run store {self._location}: the batch was rolled back by an earlier error"
+        )
+
+    def _undo(self, depth: int, name: str | None) -> None:
+        """Roll back what the failed scope at `depth` did, as far as SQLite left it to us."""
+        connection = self._connection
+        if depth == 0:
+            self._doomed = False
+            if connection.in_transaction:
+                # The original error is the one to report; SQLite rolls back on close anyway.
+                with suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+        elif not connection.in_transaction:
+            self._doomed = True
+        elif name is not None:
+            try:
+                connection.execute(f"ROLLBACK TO {name}")
+                connection.execute(f"RELEASE {name}")
+            except sqlite3.Error:
+                self._doomed = True
+
+    @contextmanager
+    def _read(self, subject: Subject | None = None) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._connection
+            except sqlite3.Error as exc:
+                raise self._error(exc, subject) from exc
+
+    def _execute(self, sql: str, params: Sequence[Any], subject: Subject | None = None) -> sqlite3.Cursor:
+        """Run one write statement: in its own transaction, or straight inside the open batch.
+
+        A single statement is atomic by itself, so inside a batch it needs no savepoint; this
+        is the engine's hot path and skips the transaction machinery.
+        """
+        with self._lock:
+            if not self._depth:
+                with self._write(subject=subject) as connection:
+                    return connection.execute(sql, params)
+            if self._doomed:
+                raise self._doomed_error()
+            try:
+                return self._connection.execute(sql, params)
+            except sqlite3.Error as exc:
+                if not self._connection.in_transaction:
+                    self._doomed = True
+                raise self._error(exc, subject) from exc
+
+    def _error(self, exc: sqlite3.Error, subject: Subject | None = None) -> WorkflowError:
+        foreign_key = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+        if subject is not None and foreign_key:
+            return _unknown(subject)
+        return _store_error(self._location, exc)
+
+    def _require(self, connection: sqlite3.Connection, subject: Subject) -> None:
+        """Raise the unknown-run/agent error unless the row exists (called only on empty results)."""
+        kind, identifier = subject
+        table = "runs" if kind == "run" else "agents"
+        if connection.execute(f"SELECT 1 FROM {table} WHERE id = ?", (identifier,)).fetchone() is None:
+            raise _unknown(subject)
+
+    # -- runs --------------------------------------------------------------------------------
+    def create_run(self, record: RunRecord, script: str, snapshot: dict[str, Any]) -> None:
+        """Store a new run with its exact launched source and its launch snapshot."""
+        with self._write(savepoint=True) as connection:
+            if connection.execute(RUNS.insert_or_keep, RUNS.row(record)).rowcount == 0:
+                raise WorkflowError("DUPLICATE_NAME", f"Workflow run already exists: {record.id}")
+            connection.execute(
+                "INSERT INTO launches (run_id, script, snapshot) VALUES (?, ?, ?)",
+                (record.id, script, encode_json(snapshot)),
+            )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._read() as connection:
+            row = connection.execute(f"{RUNS.select} WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else RUNS.decode(row)
+
+    def resolve_run_id(self, prefix: str) -> str:
+        """The run id `prefix` names: an exact id, or a unique prefix of at least 8 characters."""
+        with self._read() as connection:
+            if connection.execute("SELECT 1 FROM runs WHERE id = ?", (prefix,)).fetchone() is not None:
+                return prefix
+            if len(prefix) < 8:
+                raise WorkflowError(
+                    "RESUME_INCOMPATIBLE",
+                    f"Unknown workflow run: {prefix} (a run id prefix needs at least 8 characters)",
+                )
+            rows = connection.execute(
+                "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 4", (len(prefix), prefix)
+            ).fetchall()
+        if not rows:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {prefix}")
+        if len(rows) > 1:
+            matches = ", ".join(row[0] for row in rows[:3]) + (", ..." if len(rows) > 3 else "")
+            raise WorkflowError(
+                "RESUME_INCOMPATIBLE", f"Ambiguous workflow run id prefix {prefix}: matches {matches}"
+            )
+        run_id: str = rows[0][0]
+        return run_id
+
+    def list_runs(self, cwd: str | None = None, script_path: str | None = None) -> list[RunRecord]:
+        """Runs, newest first, optionally only those launched in `cwd` and/or from `script_path`."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if cwd is not None:
+            clauses.append("cwd = ?")
+            params.append(cwd)
+        if script_path is not None:
+            clauses.append("script_path = ?")
+            params.append(script_path)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._read() as connection:
+            rows = connection.execute(
+                f"{RUNS.select}{where} ORDER BY created_at DESC, rowid DESC", params
+            ).fetchall()
+        return [RUNS.decode(row) for row in rows]
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Change some of state, phase, error, budget, budget_version, usage, result, warnings.
+
+        `updated_at` is set to now unless given; setting `result` (even to None) records that
+        the run has one.
+        """
+        _check_updatable("Run", fields, _RUN_UPDATABLE)
+        if "state" in fields:
+            check_state("run", fields["state"], RUN_STATES)
+        fields.setdefault("updated_at", time.time())
+        if "result" in fields:
+            fields["has_result"] = True
+        self._update(RUNS, fields, ("run", run_id))
+
+    def _update(self, table: Table[Any], fields: dict[str, Any], subject: Subject) -> None:
+        names = tuple(fields)
+        params = [table.encode_field(name, value) for name, value in fields.items()]
+        params.append(subject[1])
+        if self._execute(table.update_sql(names), params).rowcount == 0:
+            raise _unknown(subject)
+
+    def run_script(self, run_id: str) -> str:
+        """The exact source the run was launched with (meta header included)."""
+        script: str = self._launch_column(run_id, "script")
+        return script
+
+    def snapshot(self, run_id: str) -> dict[str, Any]:
+        """The run's launch snapshot (spec G.1)."""
+        snapshot: dict[str, Any] = decode_optional(self._launch_column(run_id, "snapshot"))
+        return snapshot
+
+    def _launch_column(self, run_id: str, column: str) -> Any:
+        with self._read() as connection:
+            row = connection.execute(f"SELECT {column} FROM launches WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise _unknown(("run", run_id))
+        return row[0]
+
+    def replace_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None:
+        """Re-save the snapshot (cold resume stores the current aliases and settings path, F.3)."""
+        cursor = self._execute(
+            "UPDATE launches SET snapshot = ? WHERE run_id = ?", (encode_json(snapshot), run_id)
+        )
+        if cursor.rowcount == 0:
+            raise _unknown(("run", run_id))
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete the run and everything that belongs to it (worktrees on disk are the caller's)."""
+        if self._execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+            raise _unknown(("run", run_id))
+
+    # -- journal (spec G.3) ------------------------------------------------------------------
+    def journal(self, run_id: str) -> dict[str, Any]:
+        """Every completed structural path of the run and its value, in completion order."""
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(
+                "SELECT path, value FROM journal WHERE run_id = ? ORDER BY rowid", (run_id,)
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return {path: decode_optional(value) for path, value in rows}
+
+    def journal_put(self, run_id: str, path: str, value: Any) -> None:
+        """Journal a completed operation; a path is stored once (`DUPLICATE_NAME` otherwise)."""
+        cursor = self._execute(_JOURNAL_INSERT, (run_id, path, encode_json(value)), ("run", run_id))
+        if cursor.rowcount == 0:
+            raise _duplicate_path(path)
+
+    # -- agents and attempts -----------------------------------------------------------------
+    def next_agent_number(self, run_id: str) -> int:
+        """One more than the run's highest agent number (1 for the first agent).
+
+        It reserves nothing: the run's owner keeps the counter and calls this to restore it.
+        """
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            highest = connection.execute("SELECT max(n) FROM agents WHERE run_id = ?", (run_id,)).fetchone()[
+                0
+            ]
+            if highest is None:
+                self._require(connection, subject)
+                return 1
+        return int(highest) + 1
+
+    def put_agent(self, record: AgentRecord) -> None:
+        """Insert the agent, or replace every field of the agent with the same id."""
+        self._execute(AGENTS.upsert, AGENTS.row(record), ("run", record.run_id))
+
+    def update_agent(self, agent_id: str, **fields: Any) -> None:
+        """Change some fields of an agent; `updated_at` is set to now unless given."""
+        _check_updatable("Agent", fields, _AGENT_UPDATABLE)
+        if "state" in fields:
+            check_state("agent", fields["state"], AGENT_STATES)
+        fields.setdefault("updated_at", time.time())
+        self._update(AGENTS, fields, ("agent", agent_id))
+
+    def agents(self, run_id: str) -> list[AgentRecord]:
+        """The run's agents in creation (`n`) order."""
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(f"{AGENTS.select} WHERE run_id = ? ORDER BY n", (run_id,)).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [AGENTS.decode(row) for row in rows]
+
+    def put_attempt(self, record: AttemptRecord) -> None:
+        """Insert an attempt or replace it (an attempt is written when it starts and when it ends)."""
+        self._execute(ATTEMPTS.upsert, ATTEMPTS.row(record), ("agent", record.agent_id))
+
+    def attempts(self, agent_id: str) -> list[AttemptRecord]:
+        subject = ("agent", agent_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(
+                f"{ATTEMPTS.select} WHERE agent_id = ? ORDER BY attempt", (agent_id,)
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [ATTEMPTS.decode(row) for row in rows]
+
+    # -- checkpoints (spec F.4) --------------------------------------------------------------
+    def await_checkpoint(self, run_id: str, label: str, prompt: str, context: Any) -> bool:
+        """Record that the run awaits `label`; False (and the first record kept) if already known."""
+        record = CheckpointRecord(run_id, label, prompt, context, "awaiting", time.time())
+        return bool(
+            self._execute(CHECKPOINTS.insert_or_keep, CHECKPOINTS.row(record), ("run", run_id)).rowcount
+        )
+
+    def answer_checkpoint(self, run_id: str, label: str, approved: bool) -> bool:
+        """Answer an awaiting checkpoint; the first answer wins (False for any later one).
+
+        The answer is journaled at `checkpoint/<label>` in the same transaction, so a resumed
+        run replays exactly the answer that was recorded.
+        """
+        path = checkpoint_path(label)
+        subject = ("run", run_id)
+        with self._write(savepoint=True, subject=subject) as connection:
+            cursor = connection.execute(
+                "UPDATE checkpoints SET state = ?, answered_at = ? "
+                "WHERE run_id = ? AND label = ? AND state = 'awaiting'",
+                ("approved" if approved else "rejected", time.time(), run_id, label),
+            )
+            if cursor.rowcount == 0:
+                self._require(connection, subject)
+                return False
+            if connection.execute(_JOURNAL_INSERT, (run_id, path, encode_json(bool(approved)))).rowcount == 0:
+                raise _duplicate_path(path)
+            return True
+
+    def checkpoints(self, run_id: str) -> list[CheckpointRecord]:
+        """All checkpoints of the run, in the order they were first awaited."""
+        return self._checkpoints(run_id, "")
+
+    def awaiting_checkpoints(self, run_id: str) -> list[CheckpointRecord]:
+        return self._checkpoints(run_id, " AND state = 'awaiting'")
+
+    def _checkpoints(self, run_id: str, condition: str) -> list[CheckpointRecord]:
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(
+                f"{CHECKPOINTS.select} WHERE run_id = ?{condition} ORDER BY rowid", (run_id,)
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [CHECKPOINTS.decode(row) for row in rows]
+
+    # -- budget decisions (spec H) -----------------------------------------------------------
+    def put_decision(self, record: DecisionRecord) -> bool:
+        """Store a proposal; False (and the first record kept) if its id is already stored."""
+        return bool(
+            self._execute(DECISIONS.insert_or_keep, DECISIONS.row(record), ("run", record.run_id)).rowcount
+        )
+
+    def answer_decision(self, run_id: str, proposal_id: str, approved: bool) -> bool:
+        """Answer a pending proposal; the first answer wins (False for any later one)."""
+        subject = ("run", run_id)
+        with self._write(subject=subject) as connection:
+            cursor = connection.execute(
+                "UPDATE decisions SET state = ?, answered_at = ? "
+                "WHERE run_id = ? AND proposal_id = ? AND state = 'pending'",
+                ("approved" if approved else "rejected", time.time(), run_id, proposal_id),
+            )
+            if cursor.rowcount == 0:
+                self._require(connection, subject)
+                return False
+            return True
+
+    def decisions(self, run_id: str) -> list[DecisionRecord]:
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(
+                f"{DECISIONS.select} WHERE run_id = ? ORDER BY rowid", (run_id,)
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [DECISIONS.decode(row) for row in rows]
+
+    # -- events (spec I) ---------------------------------------------------------------------
+    def append_event(self, run_id: str, type: str, payload: Any) -> int:
+        """Append an event; returns its sequence number (global, strictly increasing).
+
+        Writers are serialised and a sequence number is assigned inside the transaction, so
+        commit order is sequence order: a follower never sees a gap filled in later.
+        """
+        text = encode_optional(payload)
+        cursor = self._execute(
+            "INSERT INTO events (run_id, type, payload, at) VALUES (?, ?, ?, ?)",
+            (run_id, type, text, time.time()),
+            ("run", run_id),
+        )
+        seq = cursor.lastrowid
+        assert seq is not None  # set by every INSERT
+        return seq
+
+    def events(
+        self, run_id: str | None = None, after_seq: int = 0, limit: int | None = None
+    ) -> list[EventRecord]:
+        """Events after `after_seq` in order, of one run or of all runs.
+
+        This is how a process follows runs another process owns: poll with the last `seq` seen.
+        """
+        limit_value = _NO_LIMIT if limit is None else limit
+        with self._read() as connection:
+            if run_id is None:
+                rows = connection.execute(
+                    f"{EVENTS.select} WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit_value)
+                ).fetchall()
+            else:
+                rows = connection.execute(
+                    f"{EVENTS.select} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (run_id, after_seq, limit_value),
+                ).fetchall()
+                if not rows:
+                    self._require(connection, ("run", run_id))
+        return [EVENTS.decode(row) for row in rows]
+
+    def last_event_seq(self, run_id: str | None = None) -> int:
+        """The newest event's `seq` (0 if none): the cheap "anything new?" check for followers."""
+        with self._read() as connection:
+            if run_id is None:
+                row = connection.execute("SELECT max(seq) FROM events").fetchone()
+            else:
+                row = connection.execute("SELECT max(seq) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+        return int(row[0] or 0)
+
+    def add_budget_event(self, run_id: str, event: dict[str, Any]) -> bool:
+        """Record a budget event (stored as a `workflow:budget-event` event with `event` as payload).
+
+        Each (budgetVersion, type, proposalId) is recorded once per run; False when it already was.
+        """
+        try:
+            key = encode_json([event["budgetVersion"], event["type"], event.get("proposalId")])
+        except KeyError as exc:
+            raise WorkflowError("INTERNAL_ERROR", f"Budget events require {exc.args[0]}") from None
+        text = encode_json(event)
+        cursor = self._execute(
+            "INSERT INTO events (run_id, type, payload, at, budget_key) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (run_id, BUDGET_EVENT, text, time.time(), key),
+            ("run", run_id),
+        )
+        return bool(cursor.rowcount)
+
+    def budget_events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's budget events across all budget versions, oldest first."""
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            # The planner would otherwise walk all of the run's events for a handful of rows.
+            rows = connection.execute(
+                "SELECT payload FROM events INDEXED BY budget_events "
+                "WHERE run_id = ? AND budget_key IS NOT NULL ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [decode_optional(row[0]) for row in rows]
+
+    # -- worktrees ---------------------------------------------------------------------------
+    def put_worktree(self, record: WorktreeRecord) -> None:
+        """Insert the worktree of `record.owner`, or replace it (`creating` then `ready`)."""
+        self._execute(WORKTREES.upsert, WORKTREES.row(record), ("run", record.run_id))
+
+    def worktrees(self, run_id: str) -> list[WorktreeRecord]:
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            rows = connection.execute(
+                f"{WORKTREES.select} WHERE run_id = ? ORDER BY rowid", (run_id,)
+            ).fetchall()
+            if not rows:
+                self._require(connection, subject)
+        return [WORKTREES.decode(row) for row in rows]
+
+    # -- leases (DESIGN 6) -------------------------------------------------------------------
+    def acquire_lease(self, run_id: str, owner_token: str, pid: int, stale_after: float = 10.0) -> None:
+        """Make `owner_token` (process `pid`) the run's owner, or raise `RUN_OWNED`.
+
+        Succeeds when the run has no owner, is already ours, or its owner is gone: its pid is
+        dead on this host (or reused by another process), or it has not renewed the lease for
+        `stale_after` seconds. Check and take happen under the write lock, so two processes
+        racing for one run cannot both win.
+        """
+        now = time.time()
+        with self._write(subject=("run", run_id)) as connection:
+            holder = connection.execute(
+                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if holder is not None and holder[0] != owner_token and _lease_live(holder, now, stale_after):
+                raise _owned(run_id, holder[1])
+            connection.execute(
+                "INSERT INTO leases (run_id, owner_token, pid, host, pid_start, acquired_at, heartbeat_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+                "owner_token = excluded.owner_token, pid = excluded.pid, host = excluded.host, "
+                "pid_start = excluded.pid_start, acquired_at = excluded.acquired_at, "
+                "heartbeat_at = excluded.heartbeat_at",
+                (run_id, owner_token, pid, host_name(), process_start(pid), now, now),
+            )
+
+    def renew_lease(self, run_id: str, owner_token: str) -> None:
+        """Refresh our lease's heartbeat; `RUN_OWNED` if it is no longer ours (the run must stop)."""
+        subject = ("run", run_id)
+        with self._write(subject=subject) as connection:
+            cursor = connection.execute(
+                "UPDATE leases SET heartbeat_at = ? WHERE run_id = ? AND owner_token = ?",
+                (time.time(), run_id, owner_token),
+            )
+            if cursor.rowcount:
+                return
+            holder = connection.execute("SELECT pid FROM leases WHERE run_id = ?", (run_id,)).fetchone()
+            if holder is None:
+                self._require(connection, subject)
+                raise WorkflowError("RUN_OWNED", f"Workflow run {run_id} ownership lease was lost")
+            raise _owned(run_id, holder[0])
+
+    def release_lease(self, run_id: str, owner_token: str) -> bool:
+        """Give the run up if we own it; False when the lease was not ours (then nothing changes)."""
+        cursor = self._execute(
+            "DELETE FROM leases WHERE run_id = ? AND owner_token = ?", (run_id, owner_token)
+        )
+        return bool(cursor.rowcount)
+
+    def lease_owner(self, run_id: str, stale_after: float = 10.0) -> tuple[int, str] | None:
+        """`(pid, token)` of the run's live owner, or None when nobody (alive) owns it."""
+        subject = ("run", run_id)
+        with self._read(subject) as connection:
+            holder = connection.execute(
+                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if holder is None:
+                self._require(connection, subject)
+                return None
+        if not _lease_live(holder, time.time(), stale_after):
+            return None
+        return int(holder[1]), str(holder[0])
+
+
+def _check_updatable(kind: str, fields: dict[str, Any], allowed: frozenset[str]) -> None:
+    refused = fields.keys() - allowed
+    if refused:
+        raise WorkflowError(
+            "INTERNAL_ERROR", f"{kind} fields cannot be updated: {', '.join(sorted(refused))}"
+        )
+
+
+def _lease_live(holder: tuple[Any, ...], now: float, stale_after: float) -> bool:
+    _, pid, host, pid_start, heartbeat_at = holder
+    if now - heartbeat_at > stale_after:
+        return False
+    return host != host_name() or process_alive(pid, pid_start)
+
+
+def _duplicate_path(path: str) -> WorkflowError:
+    return WorkflowError("DUPLICATE_NAME", f"Completed structural path already exists: {path}")
+
+
+def _owned(run_id: str, pid: int) -> WorkflowError:
+    return WorkflowError("RUN_OWNED", f"Workflow run {run_id} is already owned by process {pid}")
+
+
+def _store_error(location: str, exc: sqlite3.Error) -> WorkflowError:
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    return WorkflowError("INTERNAL_ERROR", f"Run store {location} failed: {exc} ({name})")

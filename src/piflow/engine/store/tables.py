@@ -1,0 +1,121 @@
+"""How each record maps to its table: column lists, JSON columns and the SQL built from them.
+
+Every table's columns carry the names of its record's fields, so encoding and decoding are
+derived from the record class and no per-column code can drift out of step with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from piflow.engine.store.records import (
+    AgentRecord,
+    AttemptRecord,
+    CheckpointRecord,
+    DecisionRecord,
+    EventRecord,
+    RunRecord,
+    WorktreeRecord,
+)
+from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+# Compact, and ASCII-only: a JavaScript string may hold a lone surrogate, which SQLite's UTF-8
+# binding would reject but a `\udXXX` escape carries intact. NaN and Infinity are not JSON.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_DECODE = json.JSONDecoder().decode
+
+
+def encode_json(value: Any) -> str:
+    """Compact JSON text of a stored value; a value JSON cannot carry is a programming error."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise WorkflowError("INTERNAL_ERROR", f"Run store values must be plain JSON: {exc}") from exc
+
+
+def encode_optional(value: Any) -> str | None:
+    """JSON text, with None stored as SQL NULL (it decodes back to None either way)."""
+    return None if value is None else encode_json(value)
+
+
+def decode_optional(text: str | None) -> Any:
+    return None if text is None else _DECODE(text)
+
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+class Table(Generic[R]):
+    """One table whose rows are the records of type `R`."""
+
+    def __init__(
+        self,
+        name: str,
+        record: type[R],
+        key: tuple[str, ...],
+        json_fields: frozenset[str] = frozenset(),
+        bool_fields: frozenset[str] = frozenset(),
+    ) -> None:
+        self.name = name
+        self.record = record
+        self.columns: tuple[str, ...] = tuple(f.name for f in fields(record))
+        self.key = key
+        self.json_fields = json_fields
+        self._values = attrgetter(*self.columns)
+        self._json_indexes = tuple(i for i, name in enumerate(self.columns) if name in json_fields)
+        self._bool_indexes = tuple(i for i, name in enumerate(self.columns) if name in bool_fields)
+        self._updates: dict[tuple[str, ...], str] = {}
+        self.select = f"SELECT {', '.join(self.columns)} FROM {name}"
+        placeholders = ", ".join("?" for _ in self.columns)
+        insert = f"INSERT INTO {name} ({', '.join(self.columns)}) VALUES ({placeholders})"
+        self.insert_or_keep = f"{insert} ON CONFLICT ({', '.join(key)}) DO NOTHING"
+        assignments = ", ".join(f"{c} = excluded.{c}" for c in self.columns if c not in key)
+        self.upsert = f"{insert} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {assignments}"
+
+    def row(self, record: R) -> list[Any]:
+        """The SQL parameters for `record`, JSON columns encoded."""
+        values = list(self._values(record))
+        for index in self._json_indexes:
+            values[index] = encode_optional(values[index])
+        return values
+
+    def decode(self, row: tuple[Any, ...]) -> R:
+        values = list(row)
+        for index in self._json_indexes:
+            values[index] = decode_optional(values[index])
+        for index in self._bool_indexes:
+            values[index] = bool(values[index])
+        return self.record(**dict(zip(self.columns, values, strict=True)))
+
+    def encode_field(self, name: str, value: Any) -> Any:
+        return encode_optional(value) if name in self.json_fields else value
+
+    def update_sql(self, names: tuple[str, ...]) -> str:
+        """`UPDATE ... SET <names> WHERE <key>`, built once per set of names (the hot path)."""
+        sql = self._updates.get(names)
+        if sql is None:
+            assignments = ", ".join(f"{name} = ?" for name in names)
+            where = " AND ".join(f"{column} = ?" for column in self.key)
+            sql = self._updates[names] = f"UPDATE {self.name} SET {assignments} WHERE {where}"
+        return sql
+
+
+RUNS = Table(
+    "runs",
+    RunRecord,
+    ("id",),
+    json_fields=frozenset({"error", "budget", "usage", "result", "warnings"}),
+    bool_fields=frozenset({"has_result"}),
+)
+AGENTS = Table("agents", AgentRecord, ("id",), json_fields=frozenset({"tools", "structural_path", "error"}))
+ATTEMPTS = Table("attempts", AttemptRecord, ("agent_id", "attempt"), json_fields=frozenset({"error"}))
+CHECKPOINTS = Table("checkpoints", CheckpointRecord, ("run_id", "label"), json_fields=frozenset({"context"}))
+DECISIONS = Table("decisions", DecisionRecord, ("run_id", "proposal_id"), json_fields=frozenset({"payload"}))
+EVENTS = Table("events", EventRecord, ("seq",), json_fields=frozenset({"payload"}))
+WORKTREES = Table("worktrees", WorktreeRecord, ("run_id", "owner"))
