@@ -1,0 +1,366 @@
+"""The run commands of `piflow`: run, runs, show, resume, pause, stop, approve/reject, budget."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from piflow.engine import events
+from piflow.engine.engine import Engine, LaunchRequest
+from piflow.engine.environment import project_root, store_path
+from piflow.engine.progress import format_progress
+from piflow.engine.store import RunStore
+from piflow.engine.views import attention_key, run_summary, run_view
+from piflow.errors import WorkflowError, format_workflow_failure
+
+_SUCCESS_STATES = frozenset({"completed"})
+_WAITING_STATES = frozenset({"awaiting_input", "paused", "pausing", "running"})
+
+
+def _json_arg(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkflowError("INVALID_METADATA", f"--{what} is not valid JSON: {exc.msg}") from None
+
+
+def open_store(cwd: str) -> RunStore:
+    return RunStore.open(store_path(cwd))
+
+
+class ProgressPrinter:
+    """Follows one run on a terminal: a redrawn card on a TTY, one line per change otherwise."""
+
+    def __init__(self, store: RunStore, run_id: str, out: TextIO, interactive: bool) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.out = out
+        self.interactive = interactive
+        self._drawn_lines = 0
+        self.dirty = True
+
+    def on_event(self, event: events.Event) -> None:
+        if event.run_id != self.run_id:
+            return
+        self.dirty = True
+        if self.interactive:
+            return
+        payload = event.payload
+        if event.type == events.RUN_STATE_CHANGED:
+            self._line(f"state: {payload['previousState']} -> {payload['state']}")
+        elif event.type == events.PHASE_CHANGED:
+            self._line(f"phase: {payload['phase']}")
+        elif event.type == events.AGENT_STATE_CHANGED and payload["state"] in ("completed", "failed", "cancelled"):
+            self._line(f"agent {payload['displayLabel']}: {payload['state']}")
+        elif event.type == events.CHECKPOINT_STATE_CHANGED and payload["state"] == "awaiting":
+            self._line(
+                f"checkpoint {payload['name']} awaits an answer: piflow approve|reject {self.run_id[:8]} "
+                f"{payload['name']}"
+            )
+        elif event.type == events.RUN_LOG:
+            self._line(f"log: {payload['message']}")
+
+    def _line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def redraw(self) -> None:
+        if not (self.interactive and self.dirty):
+            return
+        self.dirty = False
+        card = format_progress(run_view(self.store, self.run_id))
+        if self._drawn_lines:
+            self.out.write(f"\x1b[{self._drawn_lines}F\x1b[J")
+        self.out.write(card + "\n")
+        self.out.flush()
+        self._drawn_lines = card.count("\n") + 1
+
+
+async def _ask_checkpoints(engine: Engine, run_id: str, asked: set[str]) -> None:
+    for checkpoint in engine.store.awaiting_checkpoints(run_id):
+        if checkpoint.label in asked:
+            continue
+        asked.add(checkpoint.label)
+        question = (
+            f"\nCheckpoint {checkpoint.label}: {checkpoint.prompt}\n"
+            f"Context: {json.dumps(checkpoint.context)}\nApprove? [y/N] "
+        )
+        answer = await anyio.to_thread.run_sync(input, question, abandon_on_cancel=True)
+        engine.respond(run_id, name=checkpoint.label, approved=answer.strip().lower() in ("y", "yes"))
+
+
+async def follow(engine: Engine, run_id: str, *, out: TextIO, quiet: bool) -> None:
+    """Show a run's progress until it ends; on a TTY, ask its checkpoints."""
+    interactive = out.isatty() and sys.stdin.isatty() and not quiet
+    printer = ProgressPrinter(engine.store, run_id, out, interactive)
+    unsubscribe = engine.bus.subscribe(printer.on_event) if not quiet else (lambda: None)
+    asked: set[str] = set()
+    try:
+        async with anyio.create_task_group() as tasks:
+            async def watch() -> None:
+                while True:
+                    printer.redraw()
+                    if interactive:
+                        tasks.start_soon(_ask_checkpoints, engine, run_id, asked)
+                    await anyio.sleep(0.1)
+
+            tasks.start_soon(watch)
+            await engine.wait(run_id)
+            tasks.cancel_scope.cancel()
+        printer.dirty = True
+        printer.redraw()
+    finally:
+        unsubscribe()
+
+
+def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
+    view = run_view(engine.store, run_id)
+    if as_json:
+        out.write(json.dumps({k: view.get(k) for k in ("runId", "state", "result", "error")}) + "\n")
+    else:
+        if not out.isatty():
+            out.write(format_progress(view) + "\n")
+        if view["state"] == "completed":
+            out.write(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}\n")
+        elif view.get("error"):
+            error = WorkflowError(view["error"]["code"], view["error"]["message"])
+            out.write(f"{view['state']}: {error.code}: {format_workflow_failure(error)}\n")
+        else:
+            out.write(f"{view['state']}: resume with `piflow resume {run_id[:8]}`\n")
+    return 0 if view["state"] in _SUCCESS_STATES else 1
+
+
+def _detach(argv: list[str]) -> int:
+    """Start an owner process for the run and return as soon as it reports the run id."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "piflow", *argv, "--owner-process"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline().strip()
+    child.stdout.close()
+    if not line.startswith("{"):
+        print("piflow: the background run did not start", file=sys.stderr)
+        return 2
+    reply = json.loads(line)
+    if "error" in reply:
+        print(f"piflow: {reply['error']['code']}: {reply['error']['message']}", file=sys.stderr)
+        return 2
+    print(reply["runId"])
+    return 0
+
+
+def _owner_started(run_id: str) -> None:
+    """Tell the detaching parent the id, then stop writing to its pipe."""
+    sys.stdout.write(json.dumps({"runId": run_id}) + "\n")
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+async def _run(args: argparse.Namespace) -> int:
+    script_path = Path(args.script).resolve()
+    try:
+        script = script_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkflowError("INVALID_SYNTAX", f"Cannot read {args.script}: {exc.strerror}") from None
+    cwd = project_root(str(script_path.parent))
+    request = LaunchRequest(
+        script=script,
+        cwd=cwd,
+        script_path=str(script_path),
+        name=args.name,
+        args=_json_arg(args.args, "args"),
+        budget=_json_arg(args.budget, "budget"),
+        concurrency=args.concurrency,
+        backend=args.backend,
+        fixtures=str(Path(args.fixtures).resolve()) if args.fixtures else None,
+    )
+    with open_store(cwd) as store:
+        async with Engine(store) as engine:
+            run_id = await engine.launch(request)
+            if args.owner_process:
+                _owner_started(run_id)
+                await engine.wait(run_id)
+                return 0
+            print(run_id, flush=True)
+            await follow(engine, run_id, out=sys.stdout, quiet=args.json)
+            return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    cwd = project_root(os.getcwd())
+    with open_store(cwd) as store:
+        async with Engine(store) as engine:
+            reply = await engine.resume(args.run, _json_arg(args.budget, "budget"))
+            run_id = reply["runId"]
+            if "proposalId" in reply:
+                print(reply["message"])
+                return 0
+            if run_id not in engine.active:
+                print(f"{run_id}: {reply['state']} (owned by another piflow process)")
+                return 0
+            if args.owner_process:
+                _owner_started(run_id)
+                await engine.wait(run_id)
+                return 0
+            print(run_id, flush=True)
+            await follow(engine, run_id, out=sys.stdout, quiet=args.json)
+            return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+
+
+def _with_engine(args: argparse.Namespace, action: str) -> int:
+    cwd = project_root(os.getcwd())
+    with open_store(cwd) as store:
+        engine = Engine(store)
+        if action == "pause":
+            print(f"{engine.pause(args.run)}")
+        elif action == "stop":
+            print(json.dumps(engine.stop(args.run)))
+        elif action in ("approve", "reject"):
+            reply = engine.respond(args.run, name=args.name, approved=action == "approve")
+            print("Checkpoint response accepted." if reply["accepted"] else "Checkpoint is not awaiting a response.")
+            return 0 if reply["accepted"] else 1
+    return 0
+
+
+async def _budget(args: argparse.Namespace) -> int:
+    cwd = project_root(os.getcwd())
+    with open_store(cwd) as store:
+        async with Engine(store) as engine:
+            reply = engine.respond(args.run, proposal_id=args.proposal, approved=args.decision == "approve")
+            print(json.dumps(reply))
+            run_id = store.resolve_run_id(args.run)
+            if reply.get("state") != "running":
+                return 0 if reply.get("reason") == "rejected" else 1
+            with anyio.fail_after(10):
+                while run_id not in engine.active:
+                    await anyio.sleep(0.01)
+            await follow(engine, run_id, out=sys.stdout, quiet=False)
+            return _finish(engine, run_id, as_json=False, out=sys.stdout)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    cwd = project_root(os.getcwd())
+    with open_store(cwd) as store:
+        Engine(store).recover()
+        summaries = [run_summary(r, store.agents(r.id)) for r in store.list_runs()]
+    if not args.all:
+        summaries = [s for s in summaries if s["state"] not in ("completed", "stopped", "failed")] + [
+            s for s in summaries if s["state"] in ("completed", "stopped", "failed")
+        ][:10]
+    summaries.sort(key=attention_key)
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+        return 0
+    if not summaries:
+        print("No workflow runs in this project.")
+    for s in summaries:
+        agents = f"{s['agents']['settled']}/{s['agents']['total']} agents"
+        cost = f"  ${s['costUsd']:.4f}" if s["costUsd"] else ""
+        print(f"{s['runId'][:8]}  {s['workflowName']:<20} {s['state']:<16} {s['phase'] or '-':<12} {agents}{cost}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    cwd = project_root(os.getcwd())
+    with open_store(cwd) as store:
+        Engine(store).recover()
+        view = run_view(store, store.resolve_run_id(args.run))
+    if args.json:
+        print(json.dumps(view, indent=2, ensure_ascii=False))
+        return 0
+    print(f"Run: {view['runId']}\nScript: {view['scriptPath'] or '(inline)'}")
+    print(format_progress(view))
+    for agent in view["agentList"]:
+        line = (
+            f"  {agent['label']}: {agent['state']} attempts={agent['attempts']} tokens={agent['tokens']} "
+            f"cost=${agent['costUsd']:.4f} model={agent['model']}"
+        )
+        if agent["error"]:
+            line += f" error={agent['error']['code']}: {agent['error']['message']}"
+        print(line)
+    for proposal in view["proposals"]:
+        if proposal["state"] == "pending":
+            print(f"  budget proposal {proposal['proposalId']}: {json.dumps(proposal['proposed'])}")
+    if view.get("error"):
+        print(f"Error: {view['error']['code']}: {view['error']['message']}")
+    if view["state"] == "completed":
+        print(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}")
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Add the run commands to the `piflow` argument parser's subcommands."""
+    run = commands.add_parser("run", help="run a workflow script with live progress")
+    run.add_argument("script")
+    run.add_argument("--name")
+    run.add_argument("--args", help="JSON value passed to the script as `args`")
+    run.add_argument("--budget", help='JSON budget, e.g. {"tokens":{"soft":1000,"hard":2000}}')
+    run.add_argument("--concurrency", type=int)
+    run.add_argument("--backend")
+    run.add_argument("--fixtures", help="scripted backend fixture file (JSON or YAML)")
+    run.add_argument("--detach", action="store_true", help="start the run in the background and print its id")
+    run.add_argument("--json", action="store_true", help="print the final state and result as JSON")
+    run.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    run.set_defaults(handler=lambda a: _detach_or(a, _run))
+
+    resume = commands.add_parser("resume", help="resume an interrupted, paused or budget-exhausted run")
+    resume.add_argument("run")
+    resume.add_argument("--budget", help="JSON budget patch")
+    resume.add_argument("--detach", action="store_true")
+    resume.add_argument("--json", action="store_true")
+    resume.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    resume.set_defaults(handler=lambda a: _detach_or(a, _resume))
+
+    runs = commands.add_parser("runs", help="list this project's runs")
+    runs.add_argument("--all", action="store_true")
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(handler=_runs)
+
+    show = commands.add_parser("show", help="show a run")
+    show.add_argument("run")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=_show)
+
+    for action in ("pause", "stop"):
+        sub = commands.add_parser(action, help=f"{action} a run")
+        sub.add_argument("run")
+        sub.set_defaults(handler=lambda a, action=action: _with_engine(a, action))
+    for action in ("approve", "reject"):
+        sub = commands.add_parser(action, help=f"{action} a checkpoint")
+        sub.add_argument("run")
+        sub.add_argument("name", help="checkpoint label (ship, ship#2, ...)")
+        sub.set_defaults(handler=lambda a, action=action: _with_engine(a, action))
+
+    budget = commands.add_parser("budget", help="answer a budget adjustment proposal")
+    budget.add_argument("decision", choices=("approve", "reject"))
+    budget.add_argument("run")
+    budget.add_argument("proposal")
+    budget.set_defaults(handler=lambda a: anyio.run(_budget, a))
+
+
+def _detach_or(args: argparse.Namespace, action: Any) -> int:
+    if getattr(args, "detach", False) and not args.owner_process:
+        return _detach([arg for arg in args.argv if arg != "--detach"])
+    if args.owner_process:
+        try:
+            return int(anyio.run(action, args))
+        except WorkflowError as exc:
+            sys.stdout.write(json.dumps({"error": exc.to_json()}) + "\n")
+            sys.stdout.flush()
+            return 2
+    return int(anyio.run(action, args))

@@ -1,0 +1,323 @@
+"""Running one agent call: its record, its permit, its attempts, its journaled result (spec J)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from jsonschema import Draft7Validator
+from jsonschema.validators import validator_for
+
+from piflow.engine import events
+from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
+from piflow.engine.budgets import soft_instruction
+from piflow.engine.prompts import attempt_prompt
+from piflow.engine.resolution import AgentSpec
+from piflow.engine.store import AgentRecord, AttemptRecord
+from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.runs import ActiveRun
+
+OUTCOME_CODES = frozenset({"AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"})
+_NOT_RETRIED = frozenset({"CANCELLED", "WORKTREE_FAILED", "RESUME_INCOMPATIBLE", "BUDGET_EXHAUSTED"})
+
+
+def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
+    """Check a result against its output schema (draft 7 unless the schema names another)."""
+    cls = validator_for(schema, default=Draft7Validator)
+    return bool(cls(schema).is_valid(value))
+
+
+class _Control:
+    """The AttemptControl one attempt gets: budget gates, accounting, activity."""
+
+    def __init__(self, runner: AgentRunner, spec: AgentSpec) -> None:
+        self._runner = runner
+        self._spec = spec
+        self.usage = Usage()
+        self.soft_sent = False
+        self.transcript_path: str | None = None
+        self.session_id: str | None = None
+
+    def before_turn(self) -> None:
+        self._runner.run.budget.check_turn()
+
+    def after_turn(self, usage: Usage, final: bool) -> str | None:
+        self.usage = Usage(
+            self.usage.input + usage.input,
+            self.usage.output + usage.output,
+            self.usage.cache_read + usage.cache_read,
+            self.usage.cache_write + usage.cache_write,
+            self.usage.cost_usd + usage.cost_usd,
+        )
+        run = self._runner.run
+        run.budget.add_usage(usage.tokens, usage.cost_usd)
+        self._runner.account(usage)
+        if final:
+            return None
+        run.budget.check_turn()
+        if run.budget.soft_crossed and not self.soft_sent:
+            self.soft_sent = True
+            return soft_instruction(run.budget.snapshot_usage())
+        return None
+
+    def activity(self, text: str | None) -> None:
+        self._runner.set_activity(text)
+
+    def validate_result(self, value: Any) -> bool:
+        return self._spec.output_schema is None or schema_accepts(self._spec.output_schema, value)
+
+    def transcript(self, path: str, session_id: str | None = None) -> None:
+        self.transcript_path = path
+        self.session_id = session_id
+
+
+class AgentRunner:
+    """One agent node of a run, from `queued` to a settled state."""
+
+    def __init__(
+        self,
+        run: ActiveRun,
+        spec: AgentSpec,
+        task: str,
+        journal_path: str,
+        structural_path: list[str],
+        worktree_owner: str | None,
+        conversation: str | None = None,
+    ) -> None:
+        self.run = run
+        self.spec = spec
+        self.task = task
+        self.journal_path = journal_path
+        self.conversation = conversation
+        n = run.store.next_agent_number(run.id)
+        now = time.time()
+        self.record = AgentRecord(
+            id=f"{run.id}:{n}",
+            run_id=run.id,
+            n=n,
+            name=spec.display_name,
+            label=spec.label,
+            role=spec.role,
+            requested_model=spec.requested_model,
+            model=spec.model_text,
+            tools=list(spec.tools),
+            state="queued",
+            structural_path=list(structural_path),
+            journal_path=journal_path,
+            parent_id=None,
+            worktree_owner=worktree_owner,
+            attempts=0,
+            tokens_input=0,
+            tokens_output=0,
+            cache_read=0,
+            cache_write=0,
+            cost_usd=0.0,
+            activity=None,
+            error=None,
+            created_at=now,
+            updated_at=now,
+        )
+        with run.batch():
+            run.store.put_agent(self.record)
+            self._emit_state(None)
+        run.agents[self.record.id] = self
+
+    # -- record keeping ----------------------------------------------------------------------
+    def _emit_state(self, previous: str | None) -> None:
+        rec = self.record
+        payload: dict[str, Any] = {
+            "agentId": rec.id,
+            "displayLabel": rec.label or rec.name,
+            "structuralPath": rec.structural_path,
+            "state": rec.state,
+            "attempt": rec.attempts,
+        }
+        if rec.role is not None:
+            payload["role"] = rec.role
+        if rec.worktree_owner is not None:
+            payload["worktreeOwner"] = rec.worktree_owner
+        if previous is not None:
+            payload["previousState"] = previous
+        self.run.emit(events.AGENT_STATE_CHANGED, payload)
+
+    def _update(self, **fields: Any) -> None:
+        previous = self.record.state
+        self.record = replace(self.record, updated_at=time.time(), **fields)
+        self.run.store.update_agent(self.record.id, updated_at=self.record.updated_at, **fields)
+        if "state" in fields or "attempts" in fields:
+            self._emit_state(previous)
+
+    def account(self, usage: Usage) -> None:
+        rec = self.record
+        self.record = replace(
+            rec,
+            tokens_input=rec.tokens_input + usage.input,
+            tokens_output=rec.tokens_output + usage.output,
+            cache_read=rec.cache_read + usage.cache_read,
+            cache_write=rec.cache_write + usage.cache_write,
+            cost_usd=rec.cost_usd + usage.cost_usd,
+        )
+        self.run.progress_changed()
+
+    def set_activity(self, text: str | None) -> None:
+        self.record = replace(self.record, activity=text)
+        self.run.progress_changed()
+
+    def _accounting_fields(self) -> dict[str, Any]:
+        rec = self.record
+        return {
+            "tokens_input": rec.tokens_input,
+            "tokens_output": rec.tokens_output,
+            "cache_read": rec.cache_read,
+            "cache_write": rec.cache_write,
+            "cost_usd": rec.cost_usd,
+        }
+
+    # -- execution ---------------------------------------------------------------------------
+    async def execute(self) -> Any:
+        """Run to a value, or raise the error the script sees (with failedAt for outcomes)."""
+        run = self.run
+        try:
+            await run.scheduler.acquire(run.id)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                self._settle_cancelled()
+            raise
+        try:
+            return await self._attempts()
+        finally:
+            run.scheduler.release(run.id)
+
+    def _settle_cancelled(self) -> None:
+        if self.record.state not in ("completed", "failed", "cancelled"):
+            with self.run.batch():
+                self._update(
+                    state="cancelled",
+                    activity=None,
+                    error={"code": "CANCELLED", "message": "Agent cancelled"},
+                    **self._accounting_fields(),
+                )
+
+    def _fail(self, error: WorkflowError) -> WorkflowError:
+        with self.run.batch():
+            self._update(
+                state="failed", activity=None, error={"code": error.code, "message": error.message},
+                **self._accounting_fields(),
+            )
+            self.run.persist_usage()
+        failed_at = self.journal_path if error.code in OUTCOME_CODES else None
+        return WorkflowError(error.code, error.message, failed_at=failed_at)
+
+    async def _attempts(self) -> Any:
+        run, spec = self.run, self.spec
+        try:
+            run.budget.check_launch()
+        except WorkflowError as exc:
+            raise self._fail(exc) from None
+        previous_error: str | None = None
+        attempt = 0
+        try:
+            while True:
+                attempt += 1
+                if attempt > 1:
+                    with run.batch():
+                        self._update(state="retrying")
+                try:
+                    run.budget.start_attempt()
+                except WorkflowError as exc:
+                    raise self._fail(exc) from None
+                with run.batch():
+                    self._update(state="running", attempts=attempt)
+                    run.persist_usage()
+                try:
+                    return await self._one_attempt(attempt, previous_error)
+                except ProviderRateLimited:
+                    await run.provider_pause()
+                    attempt -= 1
+                    continue
+                except WorkflowError as exc:
+                    if exc.code in _NOT_RETRIED or attempt > spec.retries:
+                        raise self._fail(exc) from None
+                    previous_error = exc.message
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                self._settle_cancelled()
+            raise
+
+    async def _one_attempt(self, attempt: int, previous_error: str | None) -> Any:
+        run, spec = self.run, self.spec
+        soft = soft_instruction(run.budget.snapshot_usage()) if run.budget.soft_crossed else None
+        control = _Control(self, spec)
+        control.soft_sent = soft is not None
+        label = spec.label or spec.display_name
+        request = AttemptRequest(
+            run_id=run.id,
+            agent_id=self.record.id,
+            attempt=attempt,
+            workflow_name=run.workflow_name,
+            label=label,
+            task=self.task,
+            prompt=attempt_prompt(
+                run.workflow_name,
+                label,
+                self.task,
+                retry_of=(attempt, previous_error) if previous_error is not None else None,
+                soft_instruction=soft,
+            ),
+            model=spec.model,
+            thinking=spec.thinking,
+            tools=spec.tools,
+            cwd=run.cwd,
+            role=spec.role,
+            system_append=spec.system_append,
+            output_schema=spec.output_schema,
+            options=spec.options,
+            conversation=self.conversation,
+        )
+        started = time.time()
+        error: WorkflowError | None = None
+        value: Any = None
+        try:
+            if spec.timeout_ms is not None:
+                with anyio.fail_after(spec.timeout_ms / 1000):
+                    value = await run.backend.run_attempt(request, control)
+            else:
+                value = await run.backend.run_attempt(request, control)
+        except TimeoutError:
+            error = WorkflowError("AGENT_TIMEOUT", "Agent attempt timed out")
+        except WorkflowError as exc:
+            error = exc
+        except (ProviderRateLimited, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:  # a backend bug or transport error fails the attempt, not the engine
+            error = WorkflowError("AGENT_FAILED", str(exc) or type(exc).__name__)
+        finally:
+            run.store.put_attempt(
+                AttemptRecord(
+                    agent_id=self.record.id,
+                    attempt=attempt,
+                    started_at=started,
+                    ended_at=time.time(),
+                    error=None if error is None else error.to_json(),
+                    tokens_input=control.usage.input,
+                    tokens_output=control.usage.output,
+                    cache_read=control.usage.cache_read,
+                    cache_write=control.usage.cache_write,
+                    cost_usd=control.usage.cost_usd,
+                    transcript_path=control.transcript_path,
+                    session_id=control.session_id,
+                )
+            )
+        if error is not None:
+            raise error
+        if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
+            raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
+        with run.batch():
+            run.journal_put(self.journal_path, value)
+            self._update(state="completed", activity=None, **self._accounting_fields())
+            run.persist_usage()
+        return value

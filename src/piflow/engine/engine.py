@@ -1,0 +1,464 @@
+"""The engine: launches, resumes and controls runs; owns their leases; recovers crashed runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from piflow.analysis.budget import budget_relaxed, merge_budget, validate_budget, validate_budget_patch
+from piflow.engine import events
+from piflow.engine.backends import create_backend
+from piflow.engine.environment import LaunchEnvironment, load_environment
+from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE
+from piflow.engine.runs import ActiveRun, base_payload, record_budget_event
+from piflow.engine.scheduler import FairScheduler
+from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
+from piflow.engine.store import DecisionRecord, RunRecord, RunStore
+from piflow.errors import WorkflowError
+
+LEASE_RENEW_SECONDS = 2.0
+CONTROL_POLL_SECONDS = 0.2
+Notifier = Callable[[ActiveRun, str], None]
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What `piflow run` / the editor's ▶ Run asks for."""
+
+    script: str
+    cwd: str
+    script_path: str | None = None
+    name: str | None = None
+    description: str | None = None
+    args: Any = None
+    budget: Any = None
+    concurrency: int | None = None
+    backend: str | None = None
+    fixtures: str | None = None
+
+
+class Engine:
+    """Use as `async with Engine(store) as engine:`; runs live inside the engine's task group."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        *,
+        bus: events.EventBus | None = None,
+        environment: Callable[[str], LaunchEnvironment] = load_environment,
+        notify: Notifier | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus or events.EventBus()
+        self.scheduler = FairScheduler()
+        self.token = uuid.uuid4().hex
+        self._environment = environment
+        self._notify_hook = notify
+        self.active: dict[str, ActiveRun] = {}
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._seen_seq = 0
+
+    async def __aenter__(self) -> Engine:
+        """Start the engine's own host task: runs outlive the task that entered the engine.
+
+        The language server enters the engine in one handler and leaves it at shutdown in another,
+        so the task group lives in a task of its own (the engine runs on asyncio, like pygls).
+        """
+        ready = anyio.Event()
+        self._closed = anyio.Event()
+        self._host = asyncio.ensure_future(self._host_main(ready))
+        await ready.wait()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+        self._closed.set()
+        await self._host
+
+    async def _host_main(self, ready: anyio.Event) -> None:
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            self._seen_seq = self.store.last_event_seq()
+            tasks.start_soon(self._maintain)
+            ready.set()
+            await self._closed.wait()
+            tasks.cancel_scope.cancel()
+
+    def _notify(self, run: ActiveRun, message: str) -> None:
+        with run.batch():
+            run.emit(events.RUN_LOG, {"message": message, "notice": True})
+        if self._notify_hook is not None:
+            self._notify_hook(run, message)
+
+    # -- launching ---------------------------------------------------------------------------
+    async def launch(self, request: LaunchRequest) -> str:
+        """Validate, snapshot and start a run; returns its id while it runs in the background."""
+        env = self._environment(request.cwd)
+        budget = validate_budget(request.budget) if request.budget is not None else None
+        concurrency = request.concurrency if request.concurrency is not None else env.concurrency
+        self.scheduler.register("__probe__", concurrency)
+        self.scheduler.unregister("__probe__")
+        name = (request.name or "").strip() or _default_name(request.script_path)
+        backend_name = request.backend or env.backend
+        snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
+                                  backend=backend_name)
+        backend = create_backend(backend_name, request.fixtures or env.fixtures, env)
+        now = time.time()
+        record = RunRecord(
+            id=str(uuid.uuid4()),
+            workflow_name=name,
+            script_path=request.script_path,
+            cwd=request.cwd,
+            state="running",
+            phase=None,
+            error=None,
+            budget=budget or None,
+            budget_version=1,
+            concurrency=concurrency,
+            backend=backend_name,
+            created_at=now,
+            updated_at=now,
+        )
+        self.store.create_run(record, request.script, snapshot)
+        self.store.acquire_lease(record.id, self.token, os.getpid())
+        stored = self.store.get_run(record.id)
+        assert stored is not None
+        run = self._activate(stored, snapshot, backend, env, resumed=False)
+        with run.batch():
+            run.emit(events.RUN_STARTED, {})
+        self._start(run)
+        return record.id
+
+    def _activate(
+        self, record: RunRecord, snapshot: dict[str, Any], backend: Any, env: LaunchEnvironment, *, resumed: bool
+    ) -> ActiveRun:
+        self.scheduler.register(record.id, record.concurrency)
+        run = ActiveRun(
+            record,
+            script_body(snapshot["script"]),
+            snapshot,
+            store=self.store,
+            bus=self.bus,
+            scheduler=self.scheduler,
+            backend=backend,
+            resolution=resolution_context(snapshot, env),
+            resumed=resumed,
+            notify=self._notify,
+        )
+        self.active[record.id] = run
+        return run
+
+    def _start(self, run: ActiveRun) -> None:
+        assert self._tasks is not None, "use the engine inside `async with`"
+        self._tasks.start_soon(self._drive, run)
+
+    async def _drive(self, run: ActiveRun) -> None:
+        try:
+            with run.scope:
+                value = await run.execute()
+                await self._complete(run, value)
+            if run.scope.cancelled_caught and run.lifecycle.state not in ENDED and not run.lease_lost:
+                run.lifecycle.terminal("stopped", "CANCELLED")
+        except WorkflowError as exc:
+            self._fail(run, exc)
+        finally:
+            self.scheduler.unregister(run.id)
+            self.active.pop(run.id, None)
+            with contextlib.suppress(WorkflowError):
+                self.store.release_lease(run.id, self.token)
+            run.done.set()
+
+    async def _complete(self, run: ActiveRun, value: Any) -> None:
+        if run.budget.hard_exhausted_now:
+            raise WorkflowError("BUDGET_EXHAUSTED", "Budgeted work was attempted after hard exhaustion")
+        with run.batch():
+            self.store.update_run(run.id, result=value)
+            run.result = value
+            run.lifecycle.terminal("completed")
+            run.emit(events.RUN_COMPLETED, {"result": True})
+
+    def _fail(self, run: ActiveRun, exc: WorkflowError) -> None:
+        state = run.lifecycle.state
+        if state in ("stopped", "interrupted", "budget_exhausted") or state in IRREVERSIBLE:
+            return
+        error = {"code": exc.code, "message": exc.message}
+        if exc.failed_at is not None:
+            error["failedAt"] = exc.failed_at
+        if exc.code == "BUDGET_EXHAUSTED":
+            final = "budget_exhausted"
+        elif exc.code == "CANCELLED" and not run.resumed:
+            final = "stopped"
+        else:
+            final = "failed"
+        with run.batch():
+            self.store.update_run(run.id, error=error)
+            run.error = error
+            run.lifecycle.terminal(final, exc.code)
+            if final == "failed":
+                run.emit(events.RUN_FAILED, {"error": {"code": exc.code,
+                                                       "message": f"Workflow execution failed ({exc.code})"}})
+
+    async def wait(self, run_id: str) -> RunRecord:
+        run = self.active.get(run_id)
+        if run is not None:
+            await run.done.wait()
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+        return record
+
+    # -- control -----------------------------------------------------------------------------
+    def _remote_owner(self, run_id: str) -> int | None:
+        """The pid of another live process owning the run, if any."""
+        owner = self.store.lease_owner(run_id)
+        return None if owner is None or owner[1] == self.token else owner[0]
+
+    def _request_remote(self, run_id: str, action: str, **extra: Any) -> None:
+        self.store.append_event(run_id, events.CONTROL_REQUEST, {"runId": run_id, "action": action, **extra})
+
+    def _record(self, run_id: str) -> RunRecord:
+        self.recover()
+        record = self.store.get_run(self.store.resolve_run_id(run_id))
+        assert record is not None
+        return record
+
+    def pause(self, run_id: str) -> str:
+        record = self._record(run_id)
+        run = self.active.get(record.id)
+        if run is not None:
+            run.lifecycle.pause()
+            return run.lifecycle.state
+        if self._remote_owner(record.id) is not None:
+            if record.state != "running":
+                raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
+            self._request_remote(record.id, "pause")
+            return "pausing"
+        raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
+
+    def stop(self, run_id: str) -> dict[str, Any]:
+        try:
+            record = self._record(run_id)
+        except WorkflowError:
+            return {"runId": run_id, "state": "unknown", "stopped": False, "reason": "unknown_run"}
+        if record.state in IRREVERSIBLE:
+            return {"runId": record.id, "state": record.state, "stopped": False, "reason": "already_terminal"}
+        run = self.active.get(record.id)
+        if run is not None:
+            run.lifecycle.terminal("stopped", "stopped")
+            run.scope.cancel()
+        elif self._remote_owner(record.id) is not None:
+            self._request_remote(record.id, "stop")
+        else:
+            self._set_stored_state(record, "stopped", "stopped")
+        return {"runId": record.id, "state": "stopped", "stopped": True}
+
+    def _set_stored_state(self, record: RunRecord, state: str, reason: str) -> None:
+        with self.store.batch():
+            self.store.update_run(record.id, state=state)
+            self.store.append_event(record.id, events.RUN_STATE_CHANGED, {
+                **base_payload(record), "previousState": record.state, "state": state, "reason": reason,
+            })
+
+    def respond(
+        self, run_id: str, *, name: str | None = None, proposal_id: str | None = None, approved: bool
+    ) -> dict[str, Any]:
+        """Answer a checkpoint by label, or a budget proposal by id; the first answer wins."""
+        record = self._record(run_id)
+        if proposal_id is not None:
+            return self._answer_proposal(record, proposal_id, approved)
+        if not name:
+            raise WorkflowError("INVALID_METADATA", "workflow_respond requires name or proposalId")
+        with self.store.batch():
+            accepted = self.store.answer_checkpoint(record.id, name, approved)
+            if accepted:
+                payload = {**base_payload(record), "name": name, "state": "approved" if approved else "rejected"}
+                seq = self.store.append_event(record.id, events.CHECKPOINT_STATE_CHANGED, payload)
+        if accepted:
+            self.bus.publish(events.Event(seq, record.id, events.CHECKPOINT_STATE_CHANGED, payload))
+            run = self.active.get(record.id)
+            if run is not None:
+                run.sync_checkpoints()
+        return {"accepted": accepted, "state": "checkpoint_answered" if accepted else "not_pending",
+                "approved": approved, "reason": "checkpoint"}
+
+    # -- resuming ----------------------------------------------------------------------------
+    async def resume(self, run_id: str, budget_patch: Any = None) -> dict[str, Any]:
+        record = self._record(run_id)
+        run = self.active.get(record.id)
+        if run is not None:
+            if budget_patch is not None:
+                raise WorkflowError("RESUME_INCOMPATIBLE",
+                                    "Only budget-exhausted runs can be resumed with a budget patch")
+            run.lifecycle.resume()
+            return {"runId": record.id, "state": run.lifecycle.state}
+        if self._remote_owner(record.id) is not None:
+            if record.state != "paused":
+                raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
+            self._request_remote(record.id, "resume")
+            return {"runId": record.id, "state": "running"}
+        if record.state not in RESUMABLE:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
+        if budget_patch is not None:
+            return await self._resume_with_budget(record, budget_patch)
+        if record.state == "budget_exhausted" and not _budget_allows(record):
+            raise WorkflowError("RESUME_INCOMPATIBLE",
+                                "Every exhausted hard budget must be raised above retained usage or removed")
+        await self._cold_resume(record)
+        return {"runId": record.id, "state": "running"}
+
+    async def _cold_resume(self, record: RunRecord, budget: Any = None, version: int | None = None) -> None:
+        env = self._environment(record.cwd)
+        snapshot = self.store.snapshot(record.id)
+        snapshot, warning = check_cold_resume(snapshot, env)
+        self.store.replace_snapshot(record.id, snapshot)
+        self.store.acquire_lease(record.id, self.token, os.getpid())
+        if version is not None:
+            self.store.update_run(record.id, budget=budget or None, budget_version=version)
+        stored = self.store.get_run(record.id)
+        assert stored is not None
+        backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env)
+        run = self._activate(stored, snapshot, backend, env, resumed=True)
+        if warning:
+            with run.batch():
+                run.emit(events.RUN_WARNING, {"message": warning})
+                self.store.update_run(record.id, warnings=[*stored.warnings, warning])
+        run.lifecycle.resume()
+        self._start(run)
+
+    async def _resume_with_budget(self, record: RunRecord, patch: Any) -> dict[str, Any]:
+        if record.state != "budget_exhausted":
+            raise WorkflowError("RESUME_INCOMPATIBLE",
+                                "Only budget-exhausted runs can be resumed with workflow_resume")
+        current = record.budget or {}
+        proposed = merge_budget(current, validate_budget_patch(patch))
+        usage = record.usage or {}
+        if any("hard" in lim and usage.get(dim, 0) >= lim["hard"] for dim, lim in proposed.items()):
+            raise WorkflowError("RESUME_INCOMPATIBLE",
+                                "Every exhausted hard budget must be raised above retained usage or removed")
+        if budget_relaxed(current, proposed):
+            proposal_id = str(uuid.uuid4())
+            payload = {"kind": "budget", "proposalId": proposal_id, "runId": record.id, "consumed": usage,
+                       "previous": current, "proposed": proposed, "budgetVersion": record.budget_version}
+            self.store.put_decision(DecisionRecord(run_id=record.id, proposal_id=proposal_id, kind="budget",
+                                                   payload=payload, state="pending"))
+            self._record_budget_event(record, "adjustment_requested", usage, proposed,
+                                      proposalId=proposal_id, previous=current, proposed=proposed)
+            return {"runId": record.id, "state": "budget_exhausted", "proposalId": proposal_id,
+                    "message": proposal_message(record, payload)}
+        version = record.budget_version + (0 if proposed == current else 1)
+        await self._cold_resume(record, proposed, version)
+        return {"runId": record.id, "state": "running"}
+
+    def _record_budget_event(self, record: RunRecord, kind: str, usage: Any, limits: Any, **extra: Any) -> None:
+        event = {"type": kind, "budgetVersion": record.budget_version, "dimensions": [], "usage": usage,
+                 "limits": limits, "at": time.time(), **extra}
+        published = record_budget_event(self.store, record, event)
+        if published is not None:
+            self.bus.publish(published)
+
+    def _answer_proposal(self, record: RunRecord, proposal_id: str, approved: bool) -> dict[str, Any]:
+        decision = next((d for d in self.store.decisions(record.id) if d.proposal_id == proposal_id), None)
+        if decision is None or not self.store.answer_decision(record.id, proposal_id, approved):
+            return {"state": "budget_exhausted", "approved": False, "reason": "proposal_not_pending"}
+        payload = decision.payload
+        kind = "adjustment_approved" if approved else "adjustment_rejected"
+        self._record_budget_event(record, kind, payload["consumed"], payload["proposed"], proposalId=proposal_id)
+        if not approved:
+            return {"state": "budget_exhausted", "approved": False, "reason": "rejected"}
+        assert self._tasks is not None
+        self._tasks.start_soon(self._cold_resume, record, payload["proposed"], record.budget_version + 1)
+        return {"state": "running", "approved": True, "reason": "approved"}
+
+    # -- background maintenance -------------------------------------------------------------
+    def recover(self) -> None:
+        """Runs left running by a dead process become `interrupted` (reason `session_shutdown`)."""
+        for record in self.store.list_runs():
+            if record.state in ENDED or record.id in self.active:
+                continue
+            if self._remote_owner(record.id) is not None:
+                continue
+            self._set_stored_state(record, "interrupted", "session_shutdown")
+
+    async def _maintain(self) -> None:
+        renew_at = time.monotonic()
+        while True:
+            await anyio.sleep(CONTROL_POLL_SECONDS)
+            if time.monotonic() >= renew_at:
+                renew_at = time.monotonic() + LEASE_RENEW_SECONDS
+                for run_id, run in list(self.active.items()):
+                    try:
+                        self.store.renew_lease(run_id, self.token)
+                    except WorkflowError:  # another process took the run over: stop driving it here
+                        run.lease_lost = True
+                        run.scope.cancel()
+            self._poll_requests()
+
+    def _poll_requests(self) -> None:
+        """Carry out what other processes asked of our runs: answers, pause, stop, resume."""
+        new = self.store.events(after_seq=self._seen_seq)
+        if not new:
+            return
+        self._seen_seq = new[-1].seq
+        for event in new:
+            run = self.active.get(event.run_id)
+            if run is None:
+                continue
+            if event.type == events.CHECKPOINT_STATE_CHANGED:
+                run.sync_checkpoints()
+            elif event.type == events.CONTROL_REQUEST:
+                action = event.payload.get("action")
+                with contextlib.suppress(WorkflowError):
+                    if action == "pause":
+                        run.lifecycle.pause()
+                    elif action == "resume":
+                        run.lifecycle.resume()
+                    elif action == "stop":
+                        self.stop(run.id)
+
+    async def shutdown(self) -> None:
+        """Process exit: every unfinished run becomes `interrupted`, resumable later."""
+        for run in list(self.active.values()):
+            if run.lifecycle.state not in ENDED:
+                with contextlib.suppress(WorkflowError):
+                    run.lifecycle.terminal("interrupted", "interrupted")
+            run.scope.cancel()
+        for run in list(self.active.values()):
+            with anyio.move_on_after(5, shield=True):
+                await run.done.wait()
+
+
+def proposal_message(record: RunRecord, payload: dict[str, Any]) -> str:
+    import json
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    pid = payload["proposalId"]
+    return (
+        f"Workflow {record.workflow_name} budget adjustment {pid} for run {record.id} requires approval. "
+        f"Consumed usage: {dump(payload['consumed'])}. Previous limits: {dump(payload['previous'])}. "
+        f"Proposed limits: {dump(payload['proposed'])}. Respond with piflow budget approve {record.id[:8]} {pid}."
+    )
+
+
+def _budget_allows(record: RunRecord) -> bool:
+    usage = record.usage or {}
+    return all(usage.get(d, 0) < lim["hard"] for d, lim in (record.budget or {}).items() if "hard" in lim)
+
+
+def _default_name(script_path: str | None) -> str:
+    if not script_path:
+        return "workflow"
+    base = os.path.basename(script_path)
+    for suffix in (".workflow.js", ".js"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)] or "workflow"
+    return base

@@ -1,0 +1,91 @@
+"""The terminal progress card of a run (spec I, `formatWorkflowProgress`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from piflow.engine.budgets import DIMENSIONS
+
+_SETTLED = frozenset({"completed", "failed", "cancelled"})
+
+
+def _run_icon(state: str, spinner: str) -> str:
+    if state == "completed":
+        return "✓"
+    if state in ("failed", "stopped"):
+        return "✗"
+    if state == "budget_exhausted":
+        return "!"
+    return spinner if state == "running" else "◆"
+
+
+def _agent_icon(state: str, spinner: str) -> str:
+    if state == "completed":
+        return "✓"
+    if state in ("failed", "cancelled"):
+        return "✗"
+    return spinner if state == "running" else "○"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _budget_lines(budget: dict[str, Any]) -> list[str]:
+    limits = budget.get("limits") or {}
+    if not any(limits.get(d) for d in DIMENSIONS):
+        return []
+    usage = budget.get("usage") or {}
+    version = budget.get("version", 1)
+    events = [e for e in budget.get("events") or [] if e.get("budgetVersion") == version]
+    lines = [f"  Budget version {version}"]
+    for dim in DIMENSIONS:
+        limit = limits.get(dim)
+        if not limit:
+            continue
+        used = usage.get(dim, 0)
+        line = f"    {dim}: {_number(used)}"
+        if "soft" in limit:
+            line += f" soft={_number(limit['soft'])}"
+        if "hard" in limit:
+            line += f" hard={_number(limit['hard'])}"
+        bound = limit.get("hard", limit.get("soft"))
+        pct = 100.0 if not bound else used / bound * 100
+        line += f" {pct:.1f}%"
+        touching = [e["type"] for e in events if dim in (e.get("dimensions") or [])]
+        if touching:
+            line += f" state={touching[-1]}"
+        lines.append(line)
+    if events:
+        lines.append("    events: " + ", ".join(f"{e['type']}@v{e['budgetVersion']}" for e in events))
+    return lines
+
+
+def format_progress(view: dict[str, Any], spinner: str = "◇") -> str:
+    """Render a run view (see `views.run_view`) as the multi-line progress card."""
+    agents = view.get("agentList") or []
+    settled = sum(1 for a in agents if a["state"] in _SETTLED)
+    lines = [f"{_run_icon(view['state'], spinner)} Workflow: {view['workflowName']} ({settled}/{len(agents)} done)"]
+    if view.get("phase"):
+        lines.append(f"  Phase: {view['phase']}")
+    lines.extend(_budget_lines(view.get("budget") or {}))
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for index, agent in enumerate(agents, start=1):
+        label = " > ".join(agent.get("structuralPath") or []) or "Agents"
+        groups.setdefault(label, []).append((index, agent))
+    grouped = len(groups) > 1 or (groups and "Agents" not in groups)
+    for label, members in groups.items():
+        if grouped:
+            lines.append(f"  {label}")
+        indent = "    " if grouped else "  "
+        for index, agent in members:
+            line = f"{indent}#{index} {_agent_icon(agent['state'], spinner)} {agent['label']} [{agent['state']}]"
+            if agent["state"] not in _SETTLED and agent.get("activity"):
+                line += f" {spinner} {agent['activity']}"
+            lines.append(line)
+    for checkpoint in view.get("checkpoints") or []:
+        if checkpoint.get("state") == "awaiting":
+            lines.append(f"  ● checkpoint {checkpoint['name']}: {checkpoint['prompt']}")
+    return "\n".join(lines)

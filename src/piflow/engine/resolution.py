@@ -1,0 +1,173 @@
+"""Turning an `agent()` call's options into what runs: role, model, thinking, tools (spec A.4, J.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
+from piflow.errors import WorkflowError
+
+_ROLE_CONFLICT = "Role agents must not specify model, thinking, or tools"
+
+
+def _metadata(message: str) -> WorkflowError:
+    return WorkflowError("INVALID_METADATA", message)
+
+
+def _is_int(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer()
+    )
+
+
+def validate_agent_options(options: Any, noun: str = "agent") -> dict[str, Any]:
+    """The host checks of the core option keys, in the reference's order (A.4)."""
+    if not isinstance(options, dict):
+        raise _metadata(f"{noun} options must be a JSON object")
+    if "label" in options and not (isinstance(options["label"], str) and options["label"].strip()):
+        raise _metadata("agent label must be a non-empty string")
+    if "model" in options and not (isinstance(options["model"], str) and options["model"].strip()):
+        raise _metadata("agent model must be a non-empty string")
+    if "thinking" in options and options["thinking"] not in THINKING_LEVELS:
+        raise _metadata("agent thinking must be off, minimal, low, medium, high, xhigh, or max")
+    if "tools" in options and not (
+        isinstance(options["tools"], list) and all(isinstance(t, str) for t in options["tools"])
+    ):
+        raise _metadata("agent tools must be an array of strings")
+    if "role" in options and not (isinstance(options["role"], str) and options["role"].strip()):
+        raise _metadata("agent role must be a non-empty string")
+    if "outputSchema" in options:
+        from piflow.analysis.schemas import validate_schema
+
+        validate_schema(options["outputSchema"], "agent outputSchema")
+    if "retries" in options and not (_is_int(options["retries"]) and options["retries"] >= 0):
+        raise _metadata("agent retries must be a non-negative integer")
+    if "timeoutMs" in options and options["timeoutMs"] is not None and not (
+        _is_int(options["timeoutMs"]) and options["timeoutMs"] >= 1
+    ):
+        raise _metadata("agent timeoutMs must be null or a positive integer")
+    if isinstance(options.get("role"), str) and any(k in options for k in ("model", "thinking", "tools")):
+        raise _metadata(_ROLE_CONFLICT)
+    return options
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """What a role fixes for its agents (from the launch snapshot)."""
+
+    prompt: str
+    model: str | None = None
+    thinking: str | None = None
+    tools: tuple[str, ...] | None = None
+    description: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RoleSpec:
+        tools = data.get("tools")
+        return cls(
+            prompt=data.get("prompt", ""),
+            model=data.get("model"),
+            thinking=data.get("thinking"),
+            tools=None if tools is None else tuple(tools),
+            description=data.get("description"),
+        )
+
+
+@dataclass(frozen=True)
+class ResolutionContext:
+    """What resolution may use: the run's snapshot, current aliases and the launching defaults."""
+
+    roles: Mapping[str, RoleSpec]
+    root_tools: tuple[str, ...]
+    known_models: frozenset[str]
+    launch_model: str
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    blocked_aliases: Mapping[str, str] = field(default_factory=dict)
+    settings_path: str | None = None
+    launch_thinking: str | None = None
+    verify_models: bool = True
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A resolved agent: everything its attempts need, plus how it is shown."""
+
+    display_name: str
+    label: str | None
+    role: str | None
+    requested_model: str | None
+    model: ModelRef
+    thinking: str | None
+    tools: tuple[str, ...]
+    system_append: str | None
+    output_schema: dict[str, Any] | None
+    retries: int
+    timeout_ms: int | None
+    options: dict[str, Any]
+
+    @property
+    def model_text(self) -> str:
+        return self.model.name if self.thinking is None else f"{self.model.name}:{self.thinking}"
+
+
+def _resolve_model(requested: str, ctx: ResolutionContext) -> ModelRef:
+    suffix = f" (settings: {ctx.settings_path})" if ctx.settings_path else ""
+    if requested in ctx.blocked_aliases and requested not in ctx.aliases:
+        raise WorkflowError(
+            "UNKNOWN_MODEL", f"Unknown model alias {requested} resolved to {ctx.blocked_aliases[requested]}{suffix}"
+        )
+    ref = resolve_model_reference(requested, ctx.aliases, ctx.known_models, ctx.settings_path)
+    if ctx.verify_models and ref.name not in ctx.known_models:
+        if requested in ctx.aliases:
+            raise WorkflowError("UNKNOWN_MODEL", f"Unknown model alias {requested} resolved to {ref.name}{suffix}")
+        raise WorkflowError("UNKNOWN_MODEL", f"Unknown model: {ref.name}")
+    return ref
+
+
+def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "agent") -> AgentSpec:
+    """Validate and resolve one call's options (J.2 order: role, tools, model, thinking)."""
+    validate_agent_options(options, noun)
+    role_name = options.get("role")
+    role: RoleSpec | None = None
+    if role_name is not None:
+        role = ctx.roles.get(role_name)
+        if role is None:
+            raise WorkflowError("UNKNOWN_AGENT_TYPE", f"Unknown agent role: {role_name}")
+    explicit_tools = options.get("tools")
+    tools = tuple(explicit_tools) if explicit_tools is not None else (
+        role.tools if role is not None and role.tools is not None else ctx.root_tools
+    )
+    for tool in tools:
+        if tool not in ctx.root_tools:
+            raise WorkflowError("UNKNOWN_TOOL", f"Tool is outside the launching session boundary: {tool}")
+    requested = options.get("model") or (role.model if role is not None else None) or ctx.launch_model
+    model = _resolve_model(requested, ctx)
+    alias_thinking = None
+    if requested in ctx.aliases:
+        alias_thinking = parse_model_reference(ctx.aliases[requested]).thinking
+    literal_thinking = model.thinking if requested not in ctx.aliases else None
+    thinking = (
+        options.get("thinking")
+        or alias_thinking
+        or (role.thinking if role is not None else None)
+        or literal_thinking
+        or ctx.launch_thinking
+    )
+    label = options.get("label")
+    label = label.strip() if isinstance(label, str) else None
+    return AgentSpec(
+        display_name=label or role_name or model.model,
+        label=label,
+        role=role_name,
+        requested_model=requested if requested in ctx.aliases else None,
+        model=ModelRef(model.provider, model.model),
+        thinking=thinking,
+        tools=tools,
+        system_append=role.prompt if role is not None and role.prompt else None,
+        output_schema=options.get("outputSchema"),
+        retries=int(options.get("retries", 0)),
+        timeout_ms=None if options.get("timeoutMs") is None else int(options["timeoutMs"]),
+        options=options,
+    )

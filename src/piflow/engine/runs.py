@@ -1,0 +1,247 @@
+"""One live run: its lifecycle, budget, journal, checkpoints and the worker executing its script."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+
+from piflow.engine import events
+from piflow.engine.backends.base import AgentBackend
+from piflow.engine.budgets import BudgetTracker
+from piflow.engine.calls import CallServer, checkpoint_notice
+from piflow.engine.journal import checkpoint_path
+from piflow.engine.lifecycle import RunLifecycle
+from piflow.engine.resolution import ResolutionContext
+from piflow.engine.scheduler import FairScheduler
+from piflow.engine.store import RunRecord, RunStore
+from piflow.engine.worker.client import WorkerProcess
+from piflow.errors import WorkflowError
+
+_CLOCK_STATES = frozenset({"running", "pausing"})
+
+
+class ActiveRun:
+    """The in-memory side of a run this process owns; every change is persisted as it happens."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        script_body: str,
+        snapshot: dict[str, Any],
+        *,
+        store: RunStore,
+        bus: events.EventBus,
+        scheduler: FairScheduler,
+        backend: AgentBackend,
+        resolution: ResolutionContext,
+        resumed: bool,
+        notify: Callable[[ActiveRun, str], None],
+    ) -> None:
+        self.id = record.id
+        self.record = record
+        self.workflow_name = record.workflow_name
+        self.cwd = record.cwd
+        self.body = script_body
+        self.snapshot = snapshot
+        self.store = store
+        self.bus = bus
+        self.scheduler = scheduler
+        self.backend = backend
+        self.resolution = resolution
+        self.resumed = resumed
+        self._notify = notify
+        self.journal: dict[str, Any] = store.journal(record.id)
+        self.agents: dict[str, Any] = {}
+        self.phase = record.phase
+        self.error: dict[str, Any] | None = None
+        self.result: Any = None
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.lease_lost = False
+        self.waiting_checkpoints: dict[str, anyio.Event] = {}
+        self._batch_depth = 0
+        self._pending: list[events.Event] = []
+        self._progress_listeners: list[Callable[[ActiveRun], None]] = []
+        self.budget = BudgetTracker(
+            record.budget,
+            record.budget_version,
+            record.usage,
+            store.budget_events(record.id),
+            on_event=self._budget_event,
+        )
+        self.lifecycle = RunLifecycle(record.state, self._on_transition)
+        if record.state in _CLOCK_STATES:
+            self.budget.clock(True)
+
+    # -- persistence helpers ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction; events are published only after it commits."""
+        self._batch_depth += 1
+        try:
+            with self.store.batch():
+                yield
+        except BaseException:
+            if self._batch_depth == 1:
+                self._pending.clear()
+            raise
+        finally:
+            self._batch_depth -= 1
+        if self._batch_depth == 0:
+            pending, self._pending = self._pending, []
+            for event in pending:
+                self.bus.publish(event)
+
+    def emit(self, kind: str, extra: dict[str, Any]) -> None:
+        payload = {**base_payload(self.record), **extra}
+        self._publish(events.Event(self.store.append_event(self.id, kind, payload), self.id, kind, payload))
+
+    def _publish(self, event: events.Event) -> None:
+        if self._batch_depth:
+            self._pending.append(event)
+        else:
+            self.bus.publish(event)
+
+    def _budget_event(self, event: dict[str, Any]) -> None:
+        published = record_budget_event(self.store, self.record, event)
+        if published is not None:
+            self._publish(published)
+
+    def persist_usage(self) -> None:
+        self.store.update_run(self.id, usage=self.budget.snapshot_usage())
+
+    def journal_put(self, path: str, value: Any) -> None:
+        self.store.journal_put(self.id, path, value)
+        self.journal[path] = value
+
+    def on_progress(self, listener: Callable[[ActiveRun], None]) -> None:
+        self._progress_listeners.append(listener)
+
+    def progress_changed(self) -> None:
+        for listener in self._progress_listeners:
+            listener(self)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _on_transition(self, previous: str, state: str, reason: str | None) -> None:
+        if state != "pausing":
+            self.budget.clock(state in _CLOCK_STATES)
+        fields: dict[str, Any] = {"state": state, **_budget_fields(self.budget)}
+        if state in ("running", "completed"):
+            fields["error"] = None
+            self.error = None
+        with self.batch():
+            self.store.update_run(self.id, **fields)
+            payload: dict[str, Any] = {"previousState": previous, "state": state}
+            if reason is not None:
+                payload["reason"] = reason
+                if reason.isupper():
+                    payload["errorCode"] = reason
+            self.emit(events.RUN_STATE_CHANGED, payload)
+            if state == "running" and previous in ("paused", "interrupted", "budget_exhausted"):
+                self.emit(events.RUN_RESUMED, {})
+        self.progress_changed()
+
+    async def provider_pause(self) -> None:
+        self._notify(self, f"Workflow {self.workflow_name} paused: provider limit.")
+        await self.lifecycle.provider_pause()
+
+    def set_phase(self, name: str) -> None:
+        if name == self.phase:
+            return
+        previous, self.phase = self.phase, name
+        with self.batch():
+            self.store.update_run(self.id, phase=name)
+            payload: dict[str, Any] = {"phase": name}
+            if previous is not None:
+                payload["previousPhase"] = previous
+            self.emit(events.PHASE_CHANGED, payload)
+        self.progress_changed()
+
+    # -- checkpoints (spec F.4) -------------------------------------------------------------
+    async def checkpoint(self, value: Any, label: str) -> str:
+        from piflow.analysis.checkpoint import validate_checkpoint
+
+        checked = validate_checkpoint(value)
+        path = checkpoint_path(label)
+        if path in self.journal:
+            return "approved" if self.journal[path] else "rejected"
+        prompt, context = checked["prompt"], checked["context"]
+        waiter = self.waiting_checkpoints.setdefault(label, anyio.Event())
+        with self.batch():
+            first = self.store.await_checkpoint(self.id, label, prompt, context)
+            if first:
+                self.emit(events.CHECKPOINT_STATE_CHANGED, {"name": label, "state": "awaiting",
+                                                            "prompt": prompt, "context": context})
+        await self.lifecycle.enter_awaiting_input()
+        self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context))
+        self.sync_checkpoints()
+        await waiter.wait()
+        answer = self.store.journal(self.id).get(path)
+        self.journal[path] = bool(answer)
+        self.waiting_checkpoints.pop(label, None)
+        if not self.store.awaiting_checkpoints(self.id):
+            self.lifecycle.resolve_awaiting_input()
+        return "approved" if answer else "rejected"
+
+    def sync_checkpoints(self) -> None:
+        """Wake waiters whose checkpoint was answered (here or by another process)."""
+        if not self.waiting_checkpoints:
+            return
+        awaiting = {c.label for c in self.store.awaiting_checkpoints(self.id)}
+        for label, waiter in list(self.waiting_checkpoints.items()):
+            if label not in awaiting:
+                waiter.set()
+
+    async def call_function(self, call: dict[str, Any]) -> Any:
+        raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {call.get('name')}")
+
+    # -- execution ---------------------------------------------------------------------------
+    async def execute(self) -> Any:
+        """Run the script once from the top; completed operations replay from the journal."""
+        server = CallServer(self)
+        worker = WorkerProcess()
+        outcome: list[Any] = []
+        try:
+            async with anyio.create_task_group() as tasks:
+                await worker.start(body=self.body, args=self.snapshot.get("args"))
+                tasks.start_soon(server.flush_forever, worker.settle)
+                async for call in worker.calls():
+                    tasks.start_soon(server.serve, call)
+                try:
+                    outcome.append(await worker.wait_done())
+                except WorkflowError as exc:  # raised outside the task group, not as a group
+                    outcome.append(exc)
+                tasks.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await worker.kill()
+        if isinstance(outcome[0], WorkflowError):
+            raise outcome[0]
+        return outcome[0]
+
+
+def base_payload(record: RunRecord) -> dict[str, Any]:
+    """The fields every event of a run carries (spec I)."""
+    return {"runId": record.id, "workflowName": record.workflow_name, "cwd": record.cwd, "timestamp": time.time()}
+
+
+def record_budget_event(store: RunStore, record: RunRecord, event: dict[str, Any]) -> events.Event | None:
+    """Persist a budget event once per (version, type, proposal); the bus event to publish, if new."""
+    if not store.add_budget_event(record.id, event):
+        return None
+    payload = {**base_payload(record), **{k: v for k, v in event.items() if k != "at"}, "timestamp": event["at"]}
+    return events.Event(store.last_event_seq(record.id), record.id, events.BUDGET_EVENT, payload)
+
+
+def _budget_fields(budget: BudgetTracker) -> dict[str, Any]:
+    state = budget.state_json()
+    return {"budget": state["budget"], "budget_version": state["budgetVersion"], "usage": state["usage"]}
+
+
+def result_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
