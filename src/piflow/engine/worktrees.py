@@ -213,7 +213,15 @@ class RunWorktrees:
             run_git(repository.root, "worktree", "add", "--quiet", str(path), branch)
             cwd = path / repository.prefix
             cwd.mkdir(parents=True, exist_ok=True)  # the launch cwd may hold only ignored files
-            record = WorktreeRecord(self.run_id, owner, str(path), branch, base, str(cwd), "ready")
+            record = WorktreeRecord(
+                run_id=self.run_id,
+                owner=owner,
+                path=str(path),
+                branch=branch,
+                base=base,
+                cwd=str(cwd),
+                state="ready",
+            )
             if self._store is not None:
                 self._store.put_worktree(record)
         except BaseException:
@@ -270,7 +278,9 @@ class RunWorktrees:
             self._remove_worktree(repository, path)
         elif path.exists():
             shutil.rmtree(path)
-        run_git(repository.root, "update-ref", "-d", f"refs/heads/{branch}")
+        ref = f"refs/heads/{branch}"
+        if ref in self._branches(repository):  # deleting an absent ref would still take its lock
+            run_git(repository.root, "update-ref", "-d", ref)
         for name in (f"worktree-{path.name}.index", f"worktree-{path.name}.index.lock"):
             (self._dir / name).unlink(missing_ok=True)
 
