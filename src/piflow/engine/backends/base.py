@@ -68,7 +68,7 @@ class AttemptControl(Protocol):
         """Record where this attempt's native transcript lives."""
 
 
-class ProviderRateLimited(Exception):  # noqa: N818 - a signal, not a failure
+class ProviderRateLimited(Exception):
     """The provider asked us to slow down: the run pauses and the same attempt is retried."""
 
 

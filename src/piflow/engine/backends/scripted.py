@@ -165,7 +165,9 @@ def minimal_value(schema: Any) -> Any:
     if kind == "string":
         return "x" * int(schema.get("minLength", 0))
     if kind in ("number", "integer"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        low: float = schema.get("minimum", 0)
+        if isinstance(schema.get("exclusiveMinimum"), (int, float)):
+            low = schema["exclusiveMinimum"] + 1
         return math.ceil(low) if kind == "integer" else low
     if kind == "boolean":
         return False

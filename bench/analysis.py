@@ -1,0 +1,135 @@
+# ruff: noqa: E501  (the generated JavaScript lines are long on purpose, as in real scripts)
+"""Analysis latency: full `analyze` and re-analysis after a one-character edit (DESIGN section 11).
+
+Run `python bench/analysis.py` (add `--compile` to also time the engine check). Prints the median of
+the runs for generated realistic scripts of 100, 1,000 and 5,000 lines, against the bars: 1,000
+lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms (compile excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from piflow.analysis import Capabilities, ScriptDocument, analyze_document
+
+CAPABILITIES = Capabilities.create(
+    models=["openai/gpt-5.1", "anthropic/claude-sonnet-4.5"],
+    tools=["read", "grep", "find", "edit", "bash"],
+    agent_types=["reviewer", "scout"],
+    model_aliases={"fast": "openai/gpt-5.1", "smart": "anthropic/claude-sonnet-4.5:high"},
+)
+BARS = {(1000, "full"): 25.0, (1000, "incremental"): 10.0, (5000, "full"): 150.0}
+
+
+def stage(index: int) -> str:
+    """One realistic stage (~30 lines): research fan-out, a pipeline, a checkpoint."""
+    return f"""// ---- stage {index}: research, implement, verify ----
+phase("stage-{index}");
+const research{index} = await parallel("research-{index}", {{
+  api: () => agent(prompt("Inspect the API surface for area {{area}}", {{ area: "api-{index}" }}), {{ role: "reviewer", outputSchema: findingSchema }}),
+  ui: () => agent(prompt("Inspect the UI for area {{area}}", {{ area: "ui-{index}" }}), {{ model: "smart", tools: ["read", "grep"], label: "UI {index}" }}),
+  tests: () => agent("List failing tests for stage {index}", {{ model: "openai/gpt-5.1", tools: ["read", "grep", "find"], retries: 1, timeoutMs: 60000 }}),
+  docs: async () => {{
+    const outline = await agent("Outline docs for stage {index}", {{ role: "scout" }});
+    return agent(prompt("Expand {{outline}}", {{ outline }}), {{ model: "fast", thinking: "low" }});
+  }},
+}});
+const processed{index} = await pipeline("process-{index}", {{ api: "api-{index}", ui: "ui-{index}" }}, {{
+  analyze: (item) => agent(prompt("Analyze {{item}}", {{ item }}), {{ model: "anthropic/claude-sonnet-4.5:high" }}),
+  fix: (analysis) => withWorktree("fix-{index}", () => agent(prompt("Fix {{analysis}}", {{ analysis }}), {{ tools: ["read", "edit", "bash"] }})),
+  verify: (fix) => agent(prompt("Verify {{fix}}", {{ fix }}), {{ role: "reviewer", retries: 2 }}),
+}});
+state["stage{index}"] = {{ research: research{index}, processed: processed{index} }};
+if (Object.keys(processed{index}).length > 1) {{
+  const approved{index} = await checkpoint({{ name: "stage-{index}", prompt: "Continue after stage {index}?", context: {{ stage: {index} }} }});
+  if (approved{index} !== "approved") {{
+    log("stopping after stage {index}");
+    return state;
+  }}
+}}
+const review{index} = conversation("review-{index}", {{ role: "reviewer" }});
+await review{index}.run(prompt("Review stage {{n}}", {{ n: {index} }}));
+for (const key of Object.keys(research{index})) {{
+  log(`stage {index} ${{key}} done`);
+}}
+"""
+
+
+def script(lines: int) -> str:
+    head = (
+        'export const meta = { name: "generated", description: "Generated realistic workflow" };\n'
+        "const findingSchema = {\n"
+        '  type: "object",\n'
+        '  properties: { summary: { type: "string" }, findings: { type: "array", items: { type: "string" } } },\n'
+        '  required: ["summary", "findings"],\n'
+        "};\n"
+        "const state = {};\n"
+    )
+    body = []
+    count = head.count("\n")
+    index = 0
+    while count < lines:
+        block = stage(index)
+        body.append(block)
+        count += block.count("\n")
+        index += 1
+    text = head + "".join(body) + "return state;\n"
+    return "\n".join(text.split("\n")[: lines - 1]) + "\nreturn state;\n"
+
+
+def median_ms(action: Callable[[], object], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def measure(lines: int, runs: int, compile: bool) -> dict[str, float]:
+    text = script(lines)
+    results = {"full": median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES), runs)}
+    document = ScriptDocument(text)
+    analyze_document(document, CAPABILITIES)
+    middle = document.index.line_count // 2
+    line_text = text.split("\n")[middle]
+    column = max(line_text.find('"') + 1, 0)
+    toggle = [True]
+
+    def edit() -> None:
+        if toggle[0]:
+            document.apply_change(middle, column, middle, column, "x")
+        else:
+            document.apply_change(middle, column, middle, column + 1, "")
+        toggle[0] = not toggle[0]
+        analyze_document(document, CAPABILITIES)
+
+    results["incremental"] = median_ms(edit, runs)
+    if compile:
+        results["compile"] = median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES, compile=True), 5)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--compile", action="store_true", help="also time the engine check (not on the typing path)")
+    args = parser.parse_args()
+    failed = False
+    for lines in (100, 1000, 5000):
+        results = measure(lines, args.runs, args.compile)
+        parts = []
+        for kind, value in results.items():
+            bar = BARS.get((lines, kind))
+            verdict = "" if bar is None else (" ok" if value <= bar else f" OVER {bar:.0f} ms")
+            failed = failed or (bar is not None and value > bar)
+            parts.append(f"{kind} {value:7.2f} ms{verdict}")
+        print(f"{lines:>5} lines: " + " | ".join(parts))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

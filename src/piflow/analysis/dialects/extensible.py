@@ -1,0 +1,504 @@
+"""pi-extensible-workflows 1.0.1: the preflight rules of spec B.1, in the reference's order.
+
+Each rule yields findings; `RULES` registers them in the order the reference checks (metadata,
+syntax, reserved identifiers, direct-call bans, extra schemas, per-call checks in start order,
+model availability, tools, roles). Per-call checks are a second table, `CALL_RULES`, run for each
+call in turn, because the reference fails on the first bad *call*, whichever check it breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final
+
+from piflow.analysis.expressions import (
+    UNKNOWN,
+    ArrayExpr,
+    Expr,
+    LiteralExpr,
+    ObjectExpr,
+    PropertyExpr,
+    SpreadExpr,
+    effective_member,
+    effective_members,
+    effective_property,
+    literal_string,
+    stable_name,
+    static_value,
+)
+from piflow.analysis.facts import CallFact, Placed
+from piflow.analysis.findings import Finding, Fix, TextEdit
+from piflow.analysis.jsliterals import is_js_integer, js_blank
+from piflow.analysis.metadata import metadata_problem
+from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleSpec
+from piflow.analysis.schemas import schema_problem
+from piflow.analysis.syntax import to_expr
+from piflow.analysis.syntax_check import syntax_problems
+from piflow.analysis.walker import INTERNAL_NAMES, WalkConfig
+from piflow.config.model_refs import THINKING_LEVELS, ModelRef, resolve_model_reference
+from piflow.errors import WorkflowError
+
+NAME: Final = "pi-extensible-workflows"
+AGENT_OPTION_KEYS: Final = (
+    "label",
+    "model",
+    "thinking",
+    "tools",
+    "role",
+    "outputSchema",
+    "retries",
+    "timeoutMs",
+)
+ROLE_CONFLICT_KEYS: Final = ("model", "thinking", "tools")
+ROLE_CONFLICT: Final = "Role agents must not specify model, thinking, or tools"
+
+CallRule = Callable[[RuleContext, Placed[CallFact]], Iterable[Finding]]
+
+
+# -- metadata ----------------------------------------------------------------------------------------
+
+
+def check_metadata(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 1: the tool call's metadata (preflight only: an editor has none)."""
+    if ctx.metadata is UNSET:
+        return
+    problem = metadata_problem(ctx.metadata)
+    if problem is not None:
+        yield ctx.finding("INVALID_METADATA", problem, 0, 0)
+
+
+def check_meta_header(ctx: RuleContext) -> Iterator[Finding]:
+    """Editor lint: pi ignores the `export const meta` header, but a header that would be invalid
+    metadata is almost certainly a mistake (piflow's runner may use it as the run's metadata)."""
+    header = ctx.document.header
+    if header is None or header.value is None:
+        return
+    value = static_value(to_expr(ctx.document.data, header.value, 0))
+    if value is UNKNOWN:
+        return
+    problem = metadata_problem(value)
+    if problem is not None:
+        yield ctx.finding(
+            "INVALID_METADATA", problem, header.value.start_byte, header.value.end_byte, severity="warning"
+        )
+
+
+# -- syntax and identifiers ----------------------------------------------------------------------------
+
+
+def check_syntax(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 2 (spec A.1)."""
+    document = ctx.document
+    if js_blank(document.text):
+        yield ctx.finding("INVALID_SYNTAX", "Workflow script must be non-empty", 0, len(document.data))
+        return
+    for problem in syntax_problems(document, ctx.facts, compile=ctx.compile, module=True):
+        if problem.source == "engine":
+            if not ctx.preflight:
+                yield ctx.finding("INVALID_SYNTAX", problem.message, problem.start, problem.end, severity="warning")
+            continue
+        yield ctx.finding("INVALID_SYNTAX", f"Invalid workflow syntax: {problem.message}", problem.start, problem.end)
+
+
+def check_reserved_identifiers(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 3: the instrumentation names, agent's first, then conversation's, then withWorktree's."""
+    uses = ctx.facts.names("reserved")
+    for name, purpose in INTERNAL_NAMES:
+        for use in uses:
+            if use.fact.name == name:
+                yield ctx.finding(
+                    "INVALID_METADATA",
+                    f"{name} is reserved for workflow {purpose} instrumentation",
+                    use.at(use.fact.start),
+                    use.at(use.fact.end),
+                )
+
+
+def check_direct_calls(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 4: `withWorktree` then `conversation` only as direct callees or plain object keys."""
+    uses = ctx.facts.names("indirect")
+    for name in ("withWorktree", "conversation"):
+        for use in uses:
+            if use.fact.name == name:
+                yield ctx.finding(
+                    "INVALID_METADATA",
+                    f"{name} calls must use a direct {name}(...) call; aliases and indirect calls are unsupported",
+                    use.at(use.fact.start),
+                    use.at(use.fact.end),
+                )
+
+
+def check_extra_schemas(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 5: the caller's schemas (preflight only)."""
+    for index, schema in enumerate(ctx.schemas):
+        problem = schema_problem(schema, f"schema[{index}]")
+        if problem is not None:
+            yield ctx.finding("INVALID_SCHEMA", problem, 0, 0)
+
+
+# -- per-call checks (step 6) ----------------------------------------------------------------------------
+
+
+def check_calls(ctx: RuleContext) -> Iterator[Finding]:
+    for call in ctx.facts.calls:
+        for rule in CALL_RULES:
+            yield from rule(ctx, call)
+
+
+def _call_range(call: Placed[CallFact]) -> tuple[int, int]:
+    return call.at(call.fact.start), call.at(call.fact.end)
+
+
+def _node_range(call: Placed[CallFact], node: Expr | PropertyExpr | None) -> tuple[int, int]:
+    if node is None:
+        return _call_range(call)
+    return call.at(node.start), call.at(node.end)
+
+
+def check_conversation_name(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind != "conversation":
+        return
+    name = literal_string(fact.arg(0))
+    if name is None or js_blank(name) or len(fact.args) > 2:
+        node = fact.args[2] if len(fact.args) > 2 else fact.arg(0)
+        yield ctx.finding(
+            "INVALID_METADATA",
+            "conversation requires a stable name and optional options object",
+            *_node_range(call, node),
+        )
+
+
+def check_agent_options(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind not in ("agent", "conversation"):
+        return
+    options = fact.arg(1)
+    if not isinstance(options, ObjectExpr):
+        return
+    yield from _role_conflict(ctx, call, options)
+    members = effective_members(options, AGENT_OPTION_KEYS)
+    for key in AGENT_OPTION_KEYS:
+        member = members.get(key)
+        node = member.value if member is not None else None
+        value = static_value(node)
+        if node is None or value is UNKNOWN:
+            continue
+        yield from _option_findings(ctx, call, key, node, value)
+
+
+def _role_conflict(ctx: RuleContext, call: Placed[CallFact], options: ObjectExpr) -> Iterator[Finding]:
+    if not any(isinstance(prop, PropertyExpr) and prop.key == "role" for prop in options.properties):
+        return
+    value = static_value(options)
+    if not isinstance(value, dict) or not isinstance(value.get("role"), str):
+        return
+    conflicting = [
+        prop for prop in options.properties if isinstance(prop, PropertyExpr) and prop.key in ROLE_CONFLICT_KEYS
+    ]
+    if not conflicting:
+        return
+    role = effective_member(options, "role")
+    related = [(call.at(role.start), call.at(role.end), "the role that sets model, thinking and tools")] if role else []
+    removal = Fix(
+        "Remove model, thinking and tools (the role decides them)",
+        tuple(TextEdit(ctx.range(start, end), "") for start, end in _removal_spans(call, options, conflicting)),
+    )
+    yield ctx.finding(
+        "INVALID_METADATA",
+        ROLE_CONFLICT,
+        *_node_range(call, conflicting[0]),
+        related=related,
+        fixes=[removal],
+    )
+
+
+def _removal_spans(call: Placed[CallFact], options: ObjectExpr, removed: list[PropertyExpr]) -> list[tuple[int, int]]:
+    """Byte spans deleting members with their separating commas."""
+    members = list(options.properties)
+    gone = {id(prop) for prop in removed}
+    spans: list[tuple[int, int]] = []
+    index = 0
+    while index < len(members):
+        if id(members[index]) not in gone:
+            index += 1
+            continue
+        first = index
+        while index < len(members) and id(members[index]) in gone:
+            index += 1
+        if index < len(members):
+            spans.append((call.at(members[first].start), call.at(members[index].start)))
+        elif first > 0:
+            spans.append((call.at(members[first - 1].end), call.at(members[index - 1].end)))
+        else:
+            spans.append((call.at(members[first].start), call.at(members[index - 1].end)))
+    return spans
+
+
+def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: Expr, value: Any) -> Iterator[Finding]:
+    span = _node_range(call, node)
+    if key == "label" and (not isinstance(value, str) or js_blank(value)):
+        yield ctx.finding("INVALID_METADATA", "agent label must be a non-empty string", *span)
+    elif key == "model":
+        if not isinstance(value, str) or js_blank(value):
+            yield ctx.finding("INVALID_METADATA", "agent model must be a non-empty string", *span)
+        else:
+            yield from _model_resolution(ctx, call, node, value)
+    elif key == "thinking" and (not isinstance(value, str) or value not in THINKING_LEVELS):
+        fixes = ctx.did_you_mean(node, call.base, value, THINKING_LEVELS) if isinstance(value, str) else []
+        yield ctx.finding(
+            "INVALID_METADATA",
+            "agent thinking must be off, minimal, low, medium, high, xhigh, or max",
+            *span,
+            fixes=fixes,
+        )
+    elif key == "tools" and (not isinstance(value, list) or not all(isinstance(tool, str) for tool in value)):
+        yield ctx.finding("INVALID_METADATA", "agent tools must be an array of strings", *span)
+    elif key == "role" and (not isinstance(value, str) or js_blank(value)):
+        yield ctx.finding("INVALID_METADATA", "agent role must be a non-empty string", *span)
+    elif key == "outputSchema":
+        problem = schema_problem(value, "agent outputSchema")
+        if problem is not None:
+            yield ctx.finding("INVALID_SCHEMA", problem, *span)
+    elif key == "retries" and not (is_js_integer(value) and value >= 0):
+        yield ctx.finding("INVALID_METADATA", "agent retries must be a non-negative integer", *span)
+    elif key == "timeoutMs" and not (value is None or (is_js_integer(value) and value >= 1)):
+        yield ctx.finding("INVALID_METADATA", "agent timeoutMs must be null or a positive integer", *span)
+
+
+def _resolve(ctx: RuleContext, value: str) -> ModelRef:
+    caps = ctx.capabilities
+    return resolve_model_reference(value, caps.model_aliases, caps.resolvable_models, caps.settings_path)
+
+
+def _model_candidates(ctx: RuleContext) -> set[str]:
+    caps = ctx.capabilities
+    names = set(caps.models) | set(caps.model_aliases)
+    names.update(model.partition("/")[2] for model in caps.resolvable_models)
+    return names
+
+
+def _model_resolution(ctx: RuleContext, call: Placed[CallFact], node: Expr, value: str) -> Iterator[Finding]:
+    try:
+        _resolve(ctx, value)
+    except WorkflowError as error:
+        caps = ctx.capabilities
+        unverifiable = (
+            not ctx.preflight
+            and not caps.verified_models
+            and "/" not in value
+            and value not in caps.model_aliases
+            and error.message.startswith("Unknown model ")
+        )
+        span = _node_range(call, node)
+        fixes = ctx.did_you_mean(node, call.base, value, _model_candidates(ctx))
+        if unverifiable:
+            yield ctx.finding(
+                "UNKNOWN_MODEL",
+                f"Cannot verify model {value}: no model registry is configured",
+                *span,
+                severity="information",
+                fixes=fixes,
+            )
+        else:
+            yield ctx.finding(error.code, error.message, *span, fixes=fixes)
+
+
+def check_with_worktree(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind != "withWorktree" or fact.has_spread:
+        return
+    args = fact.args
+    if not 1 <= len(args) <= 2:
+        node = args[2] if len(args) > 2 else None
+        yield ctx.finding(
+            "INVALID_METADATA",
+            "withWorktree requires a callback or a name and callback",
+            *_node_range(call, node),
+        )
+        return
+    if static_value(args[-1]) is not UNKNOWN:
+        yield ctx.finding("INVALID_METADATA", "withWorktree callback must be a function", *_node_range(call, args[-1]))
+    if len(args) == 2:
+        name = static_value(args[0])
+        if name is not UNKNOWN and (not isinstance(name, str) or js_blank(name)):
+            yield ctx.finding(
+                "INVALID_METADATA",
+                "withWorktree name must be a non-empty string",
+                *_node_range(call, args[0]),
+            )
+
+
+def check_checkpoint_name(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind == "checkpoint" and stable_name(fact.arg(0)) is False:
+        yield ctx.finding(
+            "INVALID_METADATA", "checkpoint requires a stable explicit name", *_node_range(call, fact.arg(0))
+        )
+
+
+def check_parallel_shape(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind != "parallel" or fact.has_spread:
+        return
+    name = literal_string(fact.arg(0))
+    if len(fact.args) != 2 or name is None or js_blank(name) or not isinstance(fact.arg(1), ObjectExpr):
+        yield ctx.finding(
+            "INVALID_METADATA",
+            "parallel requires an operation name string and tasks record",
+            *_call_range(call),
+        )
+
+
+def check_pipeline_shape(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
+    fact = call.fact
+    if fact.kind != "pipeline" or fact.has_spread:
+        return
+    name = literal_string(fact.arg(0))
+    if (
+        len(fact.args) != 3
+        or name is None
+        or js_blank(name)
+        or not isinstance(fact.arg(1), ObjectExpr)
+        or not isinstance(fact.arg(2), ObjectExpr)
+    ):
+        yield ctx.finding(
+            "INVALID_METADATA",
+            "pipeline requires an operation name string, items record, and stages record",
+            *_call_range(call),
+        )
+
+
+CALL_RULES: Final[tuple[CallRule, ...]] = (
+    check_conversation_name,
+    check_agent_options,
+    check_with_worktree,
+    check_checkpoint_name,
+    check_parallel_shape,
+    check_pipeline_shape,
+)
+
+
+# -- references (steps 9-12) -----------------------------------------------------------------------------
+
+
+def agent_calls(calls: Iterable[Placed[CallFact]]) -> Iterator[Placed[CallFact]]:
+    """The `agent` and `conversation` calls (the ones with agent options)."""
+    return (call for call in calls if call.fact.kind in ("agent", "conversation"))
+
+
+def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 10: every statically named model must be available (unless the caller skips this)."""
+    caps = ctx.capabilities
+    if caps.skip_model_availability:
+        return
+    for call in agent_calls(ctx.facts.calls):
+        node = effective_property(call.fact.arg(1), "model")
+        requested = literal_string(node)
+        if node is None or requested is None:
+            continue
+        try:
+            resolved = _resolve(ctx, requested).name
+        except WorkflowError:
+            continue
+        if resolved in caps.models:
+            continue
+        span = _node_range(call, node)
+        fixes = ctx.did_you_mean(node, call.base, requested, _model_candidates(ctx))
+        if not ctx.preflight and not caps.verified_models:
+            yield ctx.finding(
+                "UNKNOWN_MODEL",
+                f"Cannot verify model {resolved}: no model registry is configured",
+                *span,
+                severity="information",
+                fixes=fixes,
+            )
+        elif requested in caps.model_aliases:
+            suffix = f" (settings: {caps.settings_path})" if caps.settings_path else ""
+            yield ctx.finding(
+                "UNKNOWN_MODEL",
+                f"Unknown model alias {requested} resolved to {resolved}{suffix}",
+                *span,
+                fixes=fixes,
+            )
+        else:
+            yield ctx.finding("UNKNOWN_MODEL", f"Unknown model: {resolved}", *span, fixes=fixes)
+        if ctx.preflight:
+            return
+
+
+def referenced_tools(call: Placed[CallFact]) -> Iterator[LiteralExpr]:
+    tools = effective_property(call.fact.arg(1), "tools")
+    if isinstance(tools, ArrayExpr):
+        for element in tools.elements:
+            if isinstance(element, LiteralExpr) and element.kind == "string":
+                yield element
+
+
+def check_tools(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 11. Quirk kept for preflight: when the first missing tool is `""`, nothing is reported."""
+    available = ctx.capabilities.tools
+    for call in agent_calls(ctx.facts.calls):
+        for element in referenced_tools(call):
+            tool = element.value
+            if tool in available:
+                continue
+            if ctx.preflight:
+                if tool:
+                    yield ctx.finding("UNKNOWN_TOOL", f"Unknown tool: {tool}", *_node_range(call, element))
+                return
+            if tool:
+                yield ctx.finding(
+                    "UNKNOWN_TOOL",
+                    f"Unknown tool: {tool}",
+                    *_node_range(call, element),
+                    fixes=ctx.did_you_mean(element, call.base, tool, available),
+                )
+
+
+def check_roles(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 12."""
+    available = ctx.capabilities.agent_types
+    for call in agent_calls(ctx.facts.calls):
+        node = effective_property(call.fact.arg(1), "role")
+        role = literal_string(node)
+        if node is None or role is None or role in available or js_blank(role):
+            continue  # a blank role is already an invalid option (step 6)
+        yield ctx.finding(
+            "UNKNOWN_AGENT_TYPE",
+            f"Unknown agent type: {role}",
+            *_node_range(call, node),
+            fixes=ctx.did_you_mean(node, call.base, role, available),
+        )
+        if ctx.preflight:
+            return
+
+
+def dynamic_agent_role(options: Expr | None) -> bool:
+    """Whether an agent call's role cannot be known statically (spec B.1 step 8)."""
+    if options is None:
+        return False
+    if not isinstance(options, ObjectExpr):
+        return True
+    for prop in reversed(options.properties):
+        if isinstance(prop, SpreadExpr) or prop.computed:
+            return True
+        if prop.key == "role":
+            return literal_string(prop.value) is None
+    return False
+
+
+RULES: Final = (
+    RuleSpec("metadata", check_metadata),
+    RuleSpec("meta-header", check_meta_header, reference=False),
+    RuleSpec("syntax", check_syntax),
+    RuleSpec("reserved-identifiers", check_reserved_identifiers),
+    RuleSpec("direct-calls", check_direct_calls),
+    RuleSpec("extra-schemas", check_extra_schemas),
+    RuleSpec("call-checks", check_calls),
+    RuleSpec("model-availability", check_model_availability),
+    RuleSpec("tools", check_tools),
+    RuleSpec("roles", check_roles),
+)
+
+DIALECT: Final = Dialect(NAME, WalkConfig(strict=True, module=True), RULES, "INVALID_SYNTAX")

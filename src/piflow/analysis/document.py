@@ -1,0 +1,253 @@
+"""A script being analysed: its text, its parse tree (re-parsed incrementally), header and facts.
+
+The language server keeps one `ScriptDocument` per open file and calls `apply_change` on every
+edit: tree-sitter re-parses only what changed, and the facts of every top-level statement whose
+text did not change are reused (they are position-independent), so re-analysis after a keystroke
+costs one statement's walk plus the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Final
+
+from tree_sitter import Node, Point, Tree
+
+from piflow.analysis.facts import (
+    CallFact,
+    Declaration,
+    MemberCall,
+    NameUse,
+    Placed,
+    StatementFacts,
+    SyntaxIssue,
+)
+from piflow.analysis.jsliterals import JS_WHITESPACE
+from piflow.analysis.positions import TextIndex
+from piflow.analysis.syntax import F, K, named_items, new_parser, node_text
+from piflow.analysis.walker import StatementWalker, WalkConfig
+
+_CACHE_LIMIT: Final = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The `export const|let|var meta = ...` first statement that pi strips (spec A.1)."""
+
+    start: int
+    end: int
+    body_start: int
+    value: Node | None
+
+
+class ScriptDocument:
+    """Text + tree + statement-fact cache for one script."""
+
+    def __init__(self, text: str, *, uri: str | None = None, version: int | None = None) -> None:
+        self.uri = uri
+        self.version = version
+        self._parser = new_parser()
+        self._cache: dict[tuple[WalkConfig, int, bytes], StatementFacts] = {}
+        self._set(text, self._parser.parse(text.encode("utf-8", "surrogatepass")))
+
+    def _set(self, text: str, tree: Tree, data: bytes | None = None) -> None:
+        self.text = text
+        self.index = TextIndex(text, data)
+        self.tree = tree
+        self.__dict__.pop("header", None)
+
+    @property
+    def data(self) -> bytes:
+        return self.index.data
+
+    # -- edits -------------------------------------------------------------------------------------
+
+    def replace(self, text: str, version: int | None = None) -> None:
+        """Replace the whole text (a full re-parse)."""
+        self.version = version
+        self._set(text, self._parser.parse(text.encode("utf-8", "surrogatepass")))
+
+    def apply_change(
+        self,
+        start_line: int,
+        start_character: int,
+        end_line: int,
+        end_character: int,
+        new_text: str,
+        version: int | None = None,
+    ) -> None:
+        """Apply an LSP incremental change (positions in UTF-16 code units) and re-parse incrementally."""
+        old = self.index
+        start = old.offset_at(start_line, start_character)
+        end = max(start, old.offset_at(end_line, end_character))
+        inserted = new_text.encode("utf-8", "surrogatepass")
+        data = old.data[:start] + inserted + old.data[end:]
+        self.tree.edit(
+            start_byte=start,
+            old_end_byte=end,
+            new_end_byte=start + len(inserted),
+            start_point=_point(old.data, start),
+            old_end_point=_point(old.data, end),
+            new_end_point=_point(data, start + len(inserted)),
+        )
+        tree = self._parser.parse(data, self.tree)
+        self.version = version
+        self._set(data.decode("utf-8", "surrogatepass"), tree, data)
+
+    # -- structure ---------------------------------------------------------------------------------
+
+    @cached_property
+    def header(self) -> Header | None:
+        """The meta header, if the first statement is one."""
+        first = next(self._top_level(), None)
+        if first is None or first.kind_id not in K.EXPORT_STATEMENT:
+            return None
+        declaration = first.child_by_field_id(F.DECLARATION)
+        if declaration is None or not (
+            declaration.kind_id in K.LEXICAL_DECLARATION or declaration.kind_id in K.VARIABLE_DECLARATION
+        ):
+            return None
+        declarators = [item for item in named_items(declaration) if item.kind_id in K.DECLARATOR]
+        name = declarators[0].child_by_field_id(F.NAME) if declarators else None
+        if name is None or name.kind_id not in K.IDENTIFIER or node_text(self.data, name) != "meta":
+            return None
+        end_char = self.index.byte_to_char(first.end_byte)
+        rest = self.text[end_char:]
+        body_char = end_char + len(rest) - len(rest.lstrip(JS_WHITESPACE))
+        return Header(
+            first.start_byte,
+            first.end_byte,
+            self.index.char_to_byte(body_char),
+            declarators[0].child_by_field_id(F.VALUE),
+        )
+
+    @property
+    def body_start(self) -> int:
+        """Byte offset where the body (the script pi runs) starts."""
+        header = self.header
+        return header.body_start if header is not None else 0
+
+    def body_offset(self, offset: int) -> int:
+        """UTF-16 offset into the body of a document byte offset (inspect's offsets)."""
+        return self.index.byte_to_utf16(offset) - self.index.byte_to_utf16(self.body_start)
+
+    @property
+    def body_text(self) -> str:
+        return self.text[self.index.byte_to_char(self.body_start) :]
+
+    def _top_level(self) -> Iterator[Node]:
+        root = self.tree.root_node
+        if root.is_error:  # nothing parsed: the whole text is one error
+            yield root
+            return
+        for child in root.children:
+            if child.kind_id in K.COMMENT or child.kind_id in K.HASH_BANG:
+                continue
+            yield child
+
+    def statements(self) -> Iterator[Node]:
+        """The body's top-level statements (the header excluded)."""
+        header = self.header
+        for child in self._top_level():
+            if header is not None and child.start_byte == header.start:
+                continue
+            yield child
+
+    def hash_bang(self) -> Node | None:
+        """A `#!` line in the body (acorn accepts it at the start of a file; the body compile does not)."""
+        for child in self.tree.root_node.children:
+            if child.kind_id in K.HASH_BANG and child.start_byte >= self.body_start:
+                return child
+        return None
+
+    # -- facts -------------------------------------------------------------------------------------
+
+    def facts(self, config: WalkConfig) -> DocumentFacts:
+        """The facts of every body statement, reusing those of statements whose text is unchanged."""
+        walker: StatementWalker | None = None
+        cache = self._cache
+        fresh: dict[tuple[WalkConfig, int, bytes], StatementFacts] = {}
+        placed: list[Placed[StatementFacts]] = []
+        data = self.data
+        for statement in self.statements():
+            key = (config, statement.kind_id, data[statement.start_byte : statement.end_byte])
+            # a statement with errors is walked afresh: its recovery and messages depend on context
+            facts = None if statement.has_error else cache.get(key) or fresh.get(key)
+            if facts is None:
+                walker = walker or StatementWalker(data, config)
+                facts = walker.walk(statement)
+            if not statement.has_error:
+                fresh[key] = facts
+            placed.append(Placed(statement.start_byte, facts))
+        if len(fresh) < _CACHE_LIMIT:
+            self._cache = fresh
+        return DocumentFacts(placed, config)
+
+
+def _point(data: bytes, offset: int) -> Point:
+    """tree-sitter's `(row, byte column)`; rows break at `\\n` only."""
+    row = data.count(b"\n", 0, offset)
+    return Point(row, offset - (data.rfind(b"\n", 0, offset) + 1))
+
+
+class DocumentFacts:
+    """The placed facts of a document, with the few views that need all statements at once."""
+
+    def __init__(self, statements: list[Placed[StatementFacts]], config: WalkConfig) -> None:
+        self.statements = statements
+        self.config = config
+
+    @cached_property
+    def calls(self) -> list[Placed[CallFact]]:
+        """Workflow primitive calls in start order."""
+        return [Placed(item.base, call) for item in self.statements for call in item.fact.calls]
+
+    @cached_property
+    def member_calls(self) -> list[Placed[MemberCall]]:
+        return [Placed(item.base, call) for item in self.statements for call in item.fact.member_calls]
+
+    def names(self, attribute: str) -> list[Placed[NameUse]]:
+        return [Placed(item.base, use) for item in self.statements for use in getattr(item.fact, attribute)]
+
+    @cached_property
+    def syntax(self) -> list[Placed[SyntaxIssue]]:
+        """Syntax issues of every statement plus redeclarations across top-level statements."""
+        issues = [Placed(item.base, issue) for item in self.statements for issue in item.fact.syntax]
+        issues.extend(self._top_level_redeclarations())
+        return issues
+
+    def _top_level_redeclarations(self) -> Iterator[Placed[SyntaxIssue]]:
+        """acorn's `declareName` on the top-level scope (a module's, or the wrapper function's)."""
+        functions_as_var = not self.config.module
+        lexical: set[str] = set()
+        variables: set[str] = set()
+        functions: set[str] = set()
+        for item in self.statements:
+            for declaration in item.fact.declarations:
+                if _redeclares(declaration, lexical, variables, functions, functions_as_var):
+                    yield Placed(
+                        item.base,
+                        SyntaxIssue(
+                            declaration.start,
+                            declaration.end,
+                            f"Identifier '{declaration.name}' has already been declared",
+                        ),
+                    )
+                {"lexical": lexical, "var": variables, "function": functions}[declaration.binding].add(declaration.name)
+
+
+def _redeclares(
+    declaration: Declaration,
+    lexical: set[str],
+    variables: set[str],
+    functions: set[str],
+    functions_as_var: bool,
+) -> bool:
+    name = declaration.name
+    if declaration.binding == "lexical":
+        return name in lexical or name in functions or name in variables
+    if declaration.binding == "var":
+        return name in lexical or (not functions_as_var and name in functions)
+    return name in lexical or (not functions_as_var and name in variables)

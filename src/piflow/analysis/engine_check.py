@@ -1,0 +1,140 @@
+"""The authoritative syntax check: the reference's parser (acorn) and a body compile, in QuickJS.
+
+pi-extensible-workflows parses a script with acorn (an ES module with top-level `return`) and then
+compiles the body in V8 as `(async()=>{BODY\\n})`. piflow runs the same acorn (vendored, see
+`vendor/README.md`) inside the embedded QuickJS engine, so acorn's errors come out with the
+reference's exact messages and positions; the body compile is QuickJS's, mapped to V8's wording
+where the two engines agree on what is an error (regular expressions). This costs tens of
+milliseconds per thousand lines, so the language server runs it on open and save, not per keystroke.
+
+One interpreter per thread (QuickJS contexts are not thread-safe), created on first use.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final
+
+import dukpy
+
+_STACK_LIMIT_MESSAGE: Final = "Not enough stack space"
+_POSITION_SUFFIX: Final = re.compile(r" \(\d+:\d+\)$")
+_QUICKJS_LOCATION: Final = re.compile(r"at <dukpy>:(\d+)(?::(\d+))?")
+
+_ACORN_PARSE: Final = """
+(function () {
+  try {
+    __piflow_acorn.parse(dukpy.source, {
+      ecmaVersion: "latest", sourceType: dukpy.sourceType,
+      allowReturnOutsideFunction: dukpy.sourceType === "module"
+    });
+    return null;
+  } catch (error) {
+    if (typeof error.pos !== "number") throw error;
+    return { message: error.message, pos: error.pos, raisedAt: error.raisedAt,
+             line: error.loc ? error.loc.line : null, column: error.loc ? error.loc.column : null };
+  }
+})()
+"""
+
+_REGEX_CHECK: Final = """
+(function () {
+  return dukpy.regexes.map(function (item) {
+    try { new RegExp(item[0], item[1]); return null; } catch (error) { return String(error.message); }
+  });
+})()
+"""
+
+_BODY_WRAPPER: Final = "(function () { return (async()=>{\n%s\n}); }); 0"
+"""Compiled, never called: an early error is all this looks for (line 1 is the wrapper's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AcornError:
+    """acorn's verdict: `message` without its `(line:column)`, `offset` a UTF-16 index of the source."""
+
+    message: str
+    offset: int
+    end_offset: int
+    line: int
+    column: int
+
+    @property
+    def full_message(self) -> str:
+        return f"{self.message} ({self.line}:{self.column})"
+
+
+@dataclass(frozen=True, slots=True)
+class CompileError:
+    """A QuickJS compile failure of the body; `line` is 1-based in the body, when QuickJS gives one."""
+
+    message: str
+    line: int | None
+
+
+class JavaScriptChecker:
+    """QuickJS with acorn loaded."""
+
+    def __init__(self) -> None:
+        source = resources.files("piflow.analysis").joinpath("vendor/acorn.js").read_text(encoding="utf-8")
+        self._interpreter = dukpy.JSInterpreter()
+        self._interpreter.evaljs(
+            "var module = undefined, exports = undefined, define = undefined;\n"
+            + source
+            + "\n;globalThis.__piflow_acorn = acorn; 1"
+        )
+
+    def acorn_error(self, source: str, *, module: bool = True) -> AcornError | None:
+        """acorn's first error for `source` (None when it parses, or when QuickJS ran out of stack)."""
+        result: Any = self._interpreter.evaljs(_ACORN_PARSE, source=source, sourceType="module" if module else "script")
+        if result is None or str(result["message"]).startswith(_STACK_LIMIT_MESSAGE):
+            return None
+        raised = result["raisedAt"] if isinstance(result["raisedAt"], int) else result["pos"]
+        return AcornError(
+            _POSITION_SUFFIX.sub("", str(result["message"])),
+            int(result["pos"]),
+            max(int(raised), int(result["pos"])),
+            int(result["line"] or 1),
+            int(result["column"] or 0),
+        )
+
+    def regex_errors(self, regexes: list[tuple[str, str]]) -> list[str | None]:
+        """QuickJS's error message (or None) for each `(pattern, flags)`."""
+        if not regexes:
+            return []
+        result: list[str | None] = self._interpreter.evaljs(_REGEX_CHECK, regexes=[list(item) for item in regexes])
+        return result
+
+    def compile_error(self, body: str) -> CompileError | None:
+        """Compile the body as the reference's V8 does (sloppy async arrow); None when it compiles.
+
+        Only call this for a body acorn accepted: its statements are then complete, so the
+        wrapper cannot be closed early and nothing runs.
+        """
+        try:
+            self._interpreter.evaljs(_BODY_WRAPPER % body)
+        except dukpy.JSRuntimeError as error:
+            text = str(error)
+            first = text.split("\n", 1)[0]
+            message = first.removeprefix("SyntaxError: ")
+            location = _QUICKJS_LOCATION.search(text)
+            line = int(location.group(1)) - 1 if location else None
+            if not first.startswith("SyntaxError"):
+                return None
+            return CompileError(message, line)
+        return None
+
+
+_local = threading.local()
+
+
+def checker() -> JavaScriptChecker:
+    """This thread's checker."""
+    instance: JavaScriptChecker | None = getattr(_local, "checker", None)
+    if instance is None:
+        instance = JavaScriptChecker()
+        _local.checker = instance
+    return instance

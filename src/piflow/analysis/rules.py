@@ -1,0 +1,97 @@
+"""The rule machinery shared by the dialects: a rule is a small function yielding findings.
+
+A dialect lists its rules in the order its reference checks them. `preflight()` runs only the
+reference rules and raises the first finding; `analyze()` runs them all and keeps every finding.
+Neither knows the individual rules.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.document import DocumentFacts, ScriptDocument
+from piflow.analysis.expressions import Expr, LiteralExpr
+from piflow.analysis.findings import Finding, Fix, Related, Severity, TextEdit
+from piflow.analysis.positions import Range
+from piflow.analysis.walker import WalkConfig
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""`metadata` when none was given (the editor case): metadata rules then have nothing to check."""
+
+
+@dataclass
+class RuleContext:
+    """Everything a rule may look at, plus helpers to place findings."""
+
+    document: ScriptDocument
+    facts: DocumentFacts
+    capabilities: Capabilities
+    preflight: bool = False
+    compile: bool = False
+    schemas: Sequence[Any] = ()
+    metadata: Any = UNSET
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Results rules compute once and later rules reuse (e.g. the syntax verdict)."""
+
+    def range(self, start: int, end: int) -> Range:
+        return self.document.index.range(start, end)
+
+    def finding(
+        self,
+        code: str,
+        message: str,
+        start: int,
+        end: int,
+        *,
+        severity: Severity = "error",
+        related: Iterable[tuple[int, int, str]] = (),
+        fixes: Iterable[Fix] = (),
+    ) -> Finding:
+        related_items = tuple(Related(self.range(s, e), text) for s, e, text in related)
+        fix_items = tuple(fixes)
+        return Finding(code, message, severity, self.range(start, end), related_items or None, fix_items or None)
+
+    def did_you_mean(self, node: Expr, base: int, value: str, candidates: Collection[str]) -> list[Fix]:
+        """Quick fixes replacing a string literal's text with close candidates."""
+        if not isinstance(node, LiteralExpr) or node.kind != "string":
+            return []
+        start, end = base + node.start + 1, base + node.end - 1
+        quote = self.document.data[base + node.start : base + node.start + 1].decode()
+        fixes = []
+        for candidate in difflib.get_close_matches(value, sorted(candidates), n=3, cutoff=0.6):
+            if quote in candidate or "\\" in candidate:
+                continue
+            fixes.append(Fix(f"Change to '{candidate}'", (TextEdit(self.range(start, end), candidate),)))
+        return fixes
+
+
+Rule = Callable[[RuleContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """A registered rule. `reference`: part of the reference's preflight (else an editor-only lint)."""
+
+    name: str
+    check: Rule
+    reference: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """A script dialect: how its code is parsed and which rules apply, in order."""
+
+    name: str
+    walk: WalkConfig
+    rules: tuple[RuleSpec, ...]
+    syntax_code: str

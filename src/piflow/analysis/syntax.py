@@ -1,0 +1,350 @@
+"""The tree-sitter adapter: the JavaScript grammar, node kinds, and conversion of argument nodes to `Expr`.
+
+Everything tree-sitter specific lives here and in `walker.py`; rules see only `Expr` and facts.
+Node kinds are compared by numeric id (a grammar may give one name several ids, hence the sets).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import tree_sitter_javascript
+from tree_sitter import Language, Node, Parser
+
+from piflow.analysis.expressions import (
+    ArrayExpr,
+    Expr,
+    IdentifierExpr,
+    LiteralExpr,
+    ObjectExpr,
+    PropertyExpr,
+    SpreadExpr,
+    UnaryExpr,
+    bigint_literal,
+    regex_value,
+)
+from piflow.analysis.jsliterals import (
+    bigint_value,
+    identifier_name,
+    js_number_to_string,
+    number_value,
+    string_value,
+)
+
+LANGUAGE: Final = Language(tree_sitter_javascript.language())
+
+
+def new_parser() -> Parser:
+    """A parser for the JavaScript grammar (parsers are not thread-safe: one per document)."""
+    return Parser(LANGUAGE)
+
+
+def _ids(*names: str) -> frozenset[int]:
+    wanted = set(names)
+    return frozenset(
+        kind
+        for kind in range(LANGUAGE.node_kind_count)
+        if LANGUAGE.node_kind_is_named(kind) and LANGUAGE.node_kind_for_id(kind) in wanted
+    )
+
+
+def _field(name: str) -> int:
+    field = LANGUAGE.field_id_for_name(name)
+    assert field is not None, name
+    return field
+
+
+class K:
+    """Node kind ids by ESTree-ish role."""
+
+    PROGRAM: Final = _ids("program")
+    COMMENT: Final = _ids("comment")
+    HTML_COMMENT: Final = _ids("html_comment")
+    HASH_BANG: Final = _ids("hash_bang_line")
+    CALL: Final = _ids("call_expression")
+    NEW: Final = _ids("new_expression")
+    ARGUMENTS: Final = _ids("arguments")
+    TEMPLATE: Final = _ids("template_string")
+    PAREN: Final = _ids("parenthesized_expression")
+    IDENTIFIER: Final = _ids("identifier")
+    UNDEFINED: Final = _ids("undefined")
+    PROPERTY_IDENTIFIER: Final = _ids("property_identifier")
+    SHORTHAND: Final = _ids("shorthand_property_identifier")
+    SHORTHAND_PATTERN: Final = _ids("shorthand_property_identifier_pattern")
+    LABEL: Final = _ids("statement_identifier")
+    PRIVATE_NAME: Final = _ids("private_property_identifier")
+    STRING: Final = _ids("string")
+    NUMBER: Final = _ids("number")
+    TRUE: Final = _ids("true")
+    FALSE: Final = _ids("false")
+    NULL: Final = _ids("null")
+    REGEX: Final = _ids("regex")
+    OBJECT: Final = _ids("object")
+    ARRAY: Final = _ids("array")
+    PAIR: Final = _ids("pair")
+    PAIR_PATTERN: Final = _ids("pair_pattern")
+    OBJECT_ASSIGNMENT_PATTERN: Final = _ids("object_assignment_pattern")
+    METHOD: Final = _ids("method_definition")
+    SPREAD: Final = _ids("spread_element")
+    REST: Final = _ids("rest_pattern")
+    COMPUTED_KEY: Final = _ids("computed_property_name")
+    UNARY: Final = _ids("unary_expression")
+    UPDATE: Final = _ids("update_expression")
+    BINARY: Final = _ids("binary_expression")
+    AWAIT: Final = _ids("await_expression")
+    YIELD: Final = _ids("yield_expression")
+    MEMBER: Final = _ids("member_expression", "subscript_expression")
+    OPTIONAL_CHAIN: Final = _ids("optional_chain")
+    ASSIGNMENT: Final = _ids("assignment_expression", "augmented_assignment_expression")
+    FUNCTION_EXPRESSION: Final = _ids("function_expression", "generator_function")
+    FUNCTION_DECLARATION: Final = _ids("function_declaration", "generator_function_declaration")
+    ARROW: Final = _ids("arrow_function")
+    FUNCTIONS: Final = FUNCTION_EXPRESSION | FUNCTION_DECLARATION | ARROW | METHOD
+    CLASS: Final = _ids("class", "class_declaration")
+    CLASS_BODY: Final = _ids("class_body")
+    FIELD: Final = _ids("field_definition")
+    STATIC_BLOCK: Final = _ids("class_static_block")
+    FORMAL_PARAMETERS: Final = _ids("formal_parameters")
+    STATEMENT_BLOCK: Final = _ids("statement_block")
+    LEXICAL_DECLARATION: Final = _ids("lexical_declaration")
+    VARIABLE_DECLARATION: Final = _ids("variable_declaration")
+    USING_DECLARATION: Final = _ids("using_declaration")
+    DECLARATOR: Final = _ids("variable_declarator")
+    ASSIGNMENT_PATTERN: Final = _ids("assignment_pattern")
+    OBJECT_PATTERN: Final = _ids("object_pattern")
+    ARRAY_PATTERN: Final = _ids("array_pattern")
+    CATCH: Final = _ids("catch_clause")
+    TRY: Final = _ids("try_statement")
+    FOR: Final = _ids("for_statement", "for_in_statement")
+    LOOPS: Final = _ids("for_statement", "for_in_statement", "while_statement", "do_statement")
+    SWITCH: Final = _ids("switch_statement")
+    SWITCH_BODY: Final = _ids("switch_body")
+    LABELED: Final = _ids("labeled_statement")
+    BREAK: Final = _ids("break_statement")
+    CONTINUE: Final = _ids("continue_statement")
+    RETURN: Final = _ids("return_statement")
+    WITH: Final = _ids("with_statement")
+    IMPORT_STATEMENT: Final = _ids("import_statement")
+    EXPORT_STATEMENT: Final = _ids("export_statement")
+    META_PROPERTY: Final = _ids("meta_property")
+    JSX: Final = _ids("jsx_element", "jsx_self_closing_element")
+    DECORATOR: Final = _ids("decorator")
+    EXPRESSION_STATEMENT: Final = _ids("expression_statement")
+    SEQUENCE: Final = _ids("sequence_expression")
+    TERNARY: Final = _ids("ternary_expression")
+
+
+class F:
+    """Field ids."""
+
+    FUNCTION: Final = _field("function")
+    ARGUMENTS: Final = _field("arguments")
+    KEY: Final = _field("key")
+    VALUE: Final = _field("value")
+    NAME: Final = _field("name")
+    LEFT: Final = _field("left")
+    RIGHT: Final = _field("right")
+    OPERATOR: Final = _field("operator")
+    ARGUMENT: Final = _field("argument")
+    OBJECT: Final = _field("object")
+    PROPERTY: Final = _field("property")
+    BODY: Final = _field("body")
+    PARAMETERS: Final = _field("parameters")
+    PARAMETER: Final = _field("parameter")
+    HANDLER: Final = _field("handler")
+    FINALIZER: Final = _field("finalizer")
+    LABEL: Final = _field("label")
+    DECLARATION: Final = _field("declaration")
+    PATTERN: Final = _field("pattern")
+    FLAGS: Final = _field("flags")
+
+
+MAX_EXPR_DEPTH: Final = 64
+"""Object/array nesting converted for static evaluation; deeper values count as unknown."""
+
+
+def node_text(data: bytes, node: Node) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+
+def unwrap_parens(node: Node) -> Node:
+    """acorn drops parentheses: `(agent)` is the identifier `agent`. A sequence stays a sequence."""
+    while node.kind_id in K.PAREN:
+        inner = [child for child in node.named_children if child.kind_id not in K.COMMENT]
+        if len(inner) != 1:
+            return node
+        node = inner[0]
+    return node
+
+
+def named_items(node: Node) -> list[Node]:
+    """Named children without comments (arguments, elements, members)."""
+    return [child for child in node.named_children if child.kind_id not in K.COMMENT]
+
+
+def is_async(node: Node) -> bool:
+    """Whether a function-like node carries the `async` keyword."""
+    for child in node.children:
+        if child.type == "async":
+            return True
+        if child.is_named and child.kind_id not in K.COMMENT:
+            return False
+    return False
+
+
+def is_generator(node: Node) -> bool:
+    return any(child.type == "*" for child in node.children if not child.is_named)
+
+
+def property_key(data: bytes, key: Node) -> tuple[str | None, bool]:
+    """The static key of an object member and whether it is computed."""
+    kind = key.kind_id
+    if kind in K.COMPUTED_KEY:
+        return None, True
+    if kind in K.STRING:
+        return string_value(node_text(data, key)), False
+    if kind in K.NUMBER:
+        raw = node_text(data, key)
+        if raw.endswith("n"):
+            return str(bigint_value(raw)), False
+        return js_number_to_string(number_value(raw)), False
+    if kind in K.PRIVATE_NAME:
+        return None, False
+    return identifier_name(node_text(data, key)), False
+
+
+def to_expr(data: bytes, node: Node, base: int, depth: int = 0) -> Expr:
+    """Convert an expression node to `Expr` (spans relative to `base`)."""
+    node = unwrap_parens(node)
+    kind = node.kind_id
+    start = node.start_byte - base
+    end = node.end_byte - base
+    if kind in K.STRING:
+        return LiteralExpr("string", start, end, string_value(node_text(data, node)))
+    if kind in K.NUMBER:
+        raw = node_text(data, node)
+        if raw.endswith("n"):
+            return LiteralExpr("bigint", start, end, bigint_literal(bigint_value(raw)))
+        return LiteralExpr("number", start, end, number_value(raw))
+    if kind in K.TRUE or kind in K.FALSE:
+        return LiteralExpr("boolean", start, end, kind in K.TRUE)
+    if kind in K.NULL:
+        return LiteralExpr("null", start, end, None)
+    if kind in K.REGEX:
+        pattern = node.child_by_field_id(F.PATTERN)
+        flags = node.child_by_field_id(F.FLAGS)
+        return LiteralExpr(
+            "regex",
+            start,
+            end,
+            regex_value(node_text(data, pattern) if pattern else "", node_text(data, flags) if flags else ""),
+        )
+    if kind in K.IDENTIFIER or kind in K.UNDEFINED:
+        return IdentifierExpr("identifier", start, end, identifier_name(node_text(data, node)))
+    if depth >= MAX_EXPR_DEPTH:
+        return Expr("other", start, end)
+    if kind in K.UNARY:
+        operator = node.child_by_field_id(F.OPERATOR)
+        operand = node.child_by_field_id(F.ARGUMENT)
+        if operator is None or operand is None:
+            return Expr("other", start, end)
+        return UnaryExpr("unary", start, end, operator.type, to_expr(data, operand, base, depth + 1))
+    if kind in K.SPREAD:
+        items = named_items(node)
+        return SpreadExpr("spread", start, end, to_expr(data, items[0], base, depth + 1) if items else None)
+    if kind in K.ARRAY:
+        return ArrayExpr("array", start, end, _array_elements(data, node, base, depth))
+    if kind in K.OBJECT:
+        return ObjectExpr("object", start, end, _object_members(data, node, base, depth))
+    return Expr(_opaque_kind(node), start, end)
+
+
+def _opaque_kind(node: Node) -> str:
+    kind = node.kind_id
+    if kind in K.TEMPLATE:
+        return "template"
+    if kind in K.FUNCTION_EXPRESSION or kind in K.ARROW:
+        return "function"
+    if kind in K.CLASS:
+        return "class"
+    if kind in K.UPDATE:
+        return "update"
+    if kind in K.BINARY:
+        operator = node.child_by_field_id(F.OPERATOR)
+        return "logical" if operator is not None and operator.type in ("&&", "||", "??") else "binary"
+    if kind in K.CALL:
+        arguments = node.child_by_field_id(F.ARGUMENTS)
+        return "tagged-template" if arguments is not None and arguments.kind_id in K.TEMPLATE else "call"
+    if kind in K.MEMBER:
+        return "member"
+    return "other"
+
+
+def _array_elements(data: bytes, node: Node, base: int, depth: int) -> tuple[Expr | None, ...]:
+    elements: list[Expr | None] = []
+    expecting = True  # after `[` or `,` an element may start; another `,` makes a hole
+    for child in node.children:
+        if child.kind_id in K.COMMENT:
+            continue
+        if not child.is_named:
+            if child.type == ",":
+                if expecting:
+                    elements.append(None)
+                expecting = True
+            continue
+        elements.append(to_expr(data, child, base, depth + 1))
+        expecting = False
+    return tuple(elements)
+
+
+def _object_members(data: bytes, node: Node, base: int, depth: int) -> tuple[PropertyExpr | SpreadExpr, ...]:
+    members: list[PropertyExpr | SpreadExpr] = []
+    for child in named_items(node):
+        kind = child.kind_id
+        start = child.start_byte - base
+        end = child.end_byte - base
+        if kind in K.SPREAD:
+            members.append(to_expr(data, child, base, depth + 1))  # type: ignore[arg-type]
+        elif kind in K.PAIR:
+            key = child.child_by_field_id(F.KEY)
+            value = child.child_by_field_id(F.VALUE)
+            if key is None:
+                continue
+            name, computed = property_key(data, key)
+            members.append(
+                PropertyExpr(
+                    start,
+                    end,
+                    name,
+                    key.start_byte - base,
+                    key.end_byte - base,
+                    computed,
+                    False,
+                    to_expr(data, value, base, depth + 1) if value is not None else None,
+                )
+            )
+        elif kind in K.SHORTHAND:
+            name = identifier_name(node_text(data, child))
+            members.append(
+                PropertyExpr(start, end, name, start, end, False, True, IdentifierExpr("identifier", start, end, name))
+            )
+        elif kind in K.METHOD:
+            key = child.child_by_field_id(F.NAME)
+            if key is None:
+                continue
+            name, computed = property_key(data, key)
+            members.append(
+                PropertyExpr(
+                    start,
+                    end,
+                    name,
+                    key.start_byte - base,
+                    key.end_byte - base,
+                    computed,
+                    False,
+                    Expr("function", start, end),
+                )
+            )
+        else:
+            members.append(PropertyExpr(start, end, None, start, end, True, False, Expr("other", start, end)))
+    return tuple(members)

@@ -1,0 +1,123 @@
+"""`piflow check PATH...`: lint workflow scripts like CI linters do (text, JSON or SARIF output).
+
+Exit codes: 0 clean (warnings allowed), 1 at least one error-severity finding, 2 a usage or
+configuration error (missing path, unreadable capabilities, broken pi configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+from piflow.analysis.analyze import analyze
+from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.dialects import detect_dialect, dialect_names
+from piflow.analysis.report import FileReport, format_json, format_sarif, format_text
+from piflow.errors import WorkflowError
+
+DEFAULT_GLOB: Final = "**/*.workflow.js"
+EXIT_CLEAN: Final = 0
+EXIT_FINDINGS: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class UsageError(Exception):
+    """A problem with the command line or the configuration (exit code 2)."""
+
+
+def register(commands: Any) -> None:
+    """Add `check` to the `piflow` argument parser's subcommands."""
+    check = commands.add_parser(
+        "check",
+        help="lint workflow scripts",
+        description=f"Report every problem of workflow scripts (files, or directories searched for {DEFAULT_GLOB}).",
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument(
+        "--capabilities",
+        metavar="FILE",
+        help="JSON {models, tools, agentTypes, modelAliases?, knownModels?} instead of your pi configuration",
+    )
+    check.add_argument("--dialect", choices=dialect_names(), help="force a dialect (default: detect per file)")
+    check.add_argument("--glob", default=DEFAULT_GLOB, help=f"pattern for directories (default {DEFAULT_GLOB})")
+    check.add_argument(
+        "--no-compile", action="store_true", help="skip the engine compile (faster; syntax messages approximate)"
+    )
+    check.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    try:
+        files = collect_files(args.paths, args.glob)
+        given = load_capabilities_file(args.capabilities) if args.capabilities else None
+        reports = [
+            check_file(
+                path,
+                given or project_capabilities(Path(path).resolve().parent),
+                args.dialect,
+                compile=not args.no_compile,
+            )
+            for path in files
+        ]
+    except UsageError as error:
+        print(f"piflow check: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "json":
+        sys.stdout.write(format_json(reports))
+    elif args.format == "sarif":
+        from piflow import __version__
+
+        sys.stdout.write(format_sarif(reports, __version__))
+    else:
+        sys.stdout.write(format_text(reports))
+    errors = any(finding.severity == "error" for report in reports for finding in report.findings)
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
+
+
+def collect_files(paths: list[str], pattern: str) -> list[str]:
+    """Files as named, directories expanded with `pattern` (sorted, no duplicates)."""
+    found: list[str] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found.extend(str(item) for item in sorted(path.glob(pattern)) if item.is_file())
+        elif path.is_file():
+            found.append(name)
+        else:
+            raise UsageError(f"no such file or directory: {name}")
+    return list(dict.fromkeys(found))
+
+
+def load_capabilities_file(path: str) -> Capabilities:
+    """`--capabilities FILE`: the wire shape `{models, tools, agentTypes, modelAliases?, knownModels?}`."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read capabilities {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"capabilities {path} must be a JSON object")
+    return Capabilities.from_json(data)
+
+
+@cache
+def project_capabilities(directory: Path) -> Capabilities:
+    """What scripts in `directory` may reference, from pi's and piflow's configuration of its project."""
+    from piflow import config
+
+    try:
+        return config.capabilities(config.load_config(directory))
+    except WorkflowError as error:
+        raise UsageError(f"configuration error: {error.message}") from None
+
+
+def check_file(path: str, capabilities: Capabilities, dialect: str | None, *, compile: bool) -> FileReport:
+    data = Path(path).read_bytes()
+    text = data.decode("utf-8", "replace")
+    chosen = detect_dialect(data, dialect)
+    findings = analyze(text, capabilities, chosen.name, compile=compile)
+    return FileReport(path, chosen.name, tuple(findings))

@@ -1,0 +1,126 @@
+"""Robustness: random and mutated scripts never crash analysis (a finding or a WorkflowError, nothing else)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conformance import load_cases
+from piflow import Capabilities, Finding, WorkflowError, analyze, inspect_script, preflight
+from piflow.analysis import ScriptDocument, analyze_document
+
+CAPS = Capabilities.create(models=["openai/gpt"], tools=["read"], agent_types=["reviewer"])
+SCRIPTS = [case["script"] for case in load_cases("preflight") if len(case["script"]) < 2_000]
+JS_PIECES = st.sampled_from(
+    [
+        "agent(",
+        "conversation(",
+        "parallel(",
+        "pipeline(",
+        "withWorktree(",
+        "checkpoint(",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        ";",
+        "'",
+        '"',
+        "`",
+        "${",
+        "/",
+        "*/",
+        "/*",
+        "//",
+        "\n",
+        "\r\n",
+        "=>",
+        "async ",
+        "await ",
+        "runs.run(",
+        "export const meta = ",
+        "😀",
+        "é",
+        "\u2028",
+        "\\u0061",
+        "#!",
+        "<!--",
+        "...",
+        "?.",
+        "**",
+    ]
+)
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def mutated_script(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(SCRIPTS))
+    for _ in range(draw(st.integers(1, 4))):
+        position = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["delete", "insert", "replace"]))
+        piece = draw(st.one_of(JS_PIECES, st.text(max_size=3)))
+        end = min(len(text), position + draw(st.integers(0, 5)))
+        if action == "delete":
+            text = text[:position] + text[end:]
+        elif action == "insert":
+            text = text[:position] + piece + text[position:]
+        else:
+            text = text[:position] + piece + text[end:]
+    return text
+
+
+SCRIPT = st.one_of(mutated_script(), st.text(max_size=200), st.lists(JS_PIECES, max_size=30).map("".join))
+
+
+def assert_findings(result: object) -> None:
+    assert isinstance(result, list) and all(isinstance(item, Finding) for item in result)
+
+
+@FUZZ
+@given(SCRIPT)
+def test_analyze_never_crashes(text: str) -> None:
+    assert_findings(analyze(text, CAPS))
+    assert_findings(analyze(text, CAPS, dialect="pi-subagents"))
+
+
+@FUZZ
+@given(SCRIPT)
+def test_compile_mode_never_crashes(text: str) -> None:
+    assert_findings(analyze(text, CAPS, compile=True))
+
+
+@FUZZ
+@given(SCRIPT)
+def test_preflight_and_inspect_raise_only_workflow_errors(text: str) -> None:
+    for check in (lambda: preflight(text, CAPS), lambda: inspect_script(text)):
+        try:
+            check()
+        except WorkflowError as error:
+            assert error.code and error.message
+
+
+@FUZZ
+@given(st.sampled_from(SCRIPTS), st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 8), JS_PIECES), max_size=6))
+def test_incremental_reanalysis_equals_a_fresh_one(text: str, edits: list[tuple[int, int, str]]) -> None:
+    document = ScriptDocument(text)
+    for where, length, piece in edits:
+        index = document.index
+        start = min(where, len(index.data))
+        start_position = index.position(_boundary(document, start))
+        end_position = index.position(_boundary(document, min(start + length, len(index.data))))
+        document.apply_change(
+            start_position.line, start_position.character, end_position.line, end_position.character, piece
+        )
+        assert analyze_document(document, CAPS) == analyze(document.text, CAPS)
+
+
+def _boundary(document: ScriptDocument, offset: int) -> int:
+    """The nearest character boundary at or before a byte offset."""
+    data = document.index.data
+    while 0 < offset < len(data) and (data[offset] & 0xC0) == 0x80:
+        offset -= 1
+    return offset
