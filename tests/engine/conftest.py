@@ -28,7 +28,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def store(project: Path) -> RunStore:
-    return RunStore.open(project / "runs.db")
+    return RunStore.open(project.parent / "state" / "runs.db")
 
 
 @pytest.fixture

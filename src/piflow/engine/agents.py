@@ -254,6 +254,7 @@ class AgentRunner:
         control = _Control(self, spec)
         control.soft_sent = soft is not None
         label = spec.label or spec.display_name
+        owner = self.record.worktree_owner
         request = AttemptRequest(
             run_id=run.id,
             agent_id=self.record.id,
@@ -271,7 +272,7 @@ class AgentRunner:
             model=spec.model,
             thinking=spec.thinking,
             tools=spec.tools,
-            cwd=run.cwd,
+            cwd=await run.agent_cwd(owner),
             role=spec.role,
             system_append=spec.system_append,
             output_schema=spec.output_schema,
@@ -296,6 +297,9 @@ class AgentRunner:
         except Exception as exc:  # a backend bug or transport error fails the attempt, not the engine
             error = WorkflowError("AGENT_FAILED", str(exc) or type(exc).__name__)
         finally:
+            if owner is not None:
+                with anyio.CancelScope(shield=True):
+                    await run.worktrees.commit_async(owner)
             run.store.put_attempt(
                 AttemptRecord(
                     agent_id=self.record.id,

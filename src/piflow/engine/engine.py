@@ -179,6 +179,9 @@ class Engine:
     async def _complete(self, run: ActiveRun, value: Any) -> None:
         if run.budget.hard_exhausted_now:
             raise WorkflowError("BUDGET_EXHAUSTED", "Budgeted work was attempted after hard exhaustion")
+        changes = await run.worktrees.changed_async()
+        if changes:
+            self._notify(run, "Changes: " + ", ".join(f"{w.branch} ({w.path})" for w in changes))
         with run.batch():
             self.store.update_run(run.id, result=value)
             run.result = value

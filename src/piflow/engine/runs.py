@@ -20,6 +20,7 @@ from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore
 from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
 
 _CLOCK_STATES = frozenset({"running", "pausing"})
@@ -63,6 +64,7 @@ class ActiveRun:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.lease_lost = False
+        self.worktrees = RunWorktrees(record.id, record.cwd, store.location.parent / "runs" / record.id, store)
         self.waiting_checkpoints: dict[str, anyio.Event] = {}
         self._batch_depth = 0
         self._pending: list[events.Event] = []
@@ -145,6 +147,17 @@ class ActiveRun:
             if state == "running" and previous in ("paused", "interrupted", "budget_exhausted"):
                 self.emit(events.RUN_RESUMED, {})
         self.progress_changed()
+
+    async def agent_cwd(self, owner: str | None) -> str:
+        """The cwd of an agent: the launch cwd, or its `withWorktree` scope's worktree (made lazily)."""
+        if owner is None:
+            return self.cwd
+        record, created = await self.worktrees.ensure_async(owner)
+        if created:
+            with self.batch():
+                self.emit(events.WORKTREE_CREATED,
+                          {"owner": owner, "branch": record.branch, "path": record.path, "base": record.base})
+        return record.cwd
 
     async def provider_pause(self) -> None:
         self._notify(self, f"Workflow {self.workflow_name} paused: provider limit.")

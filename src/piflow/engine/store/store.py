@@ -134,6 +134,11 @@ class RunStore:
             raise
         return cls(connection, str(location))
 
+    @property
+    def location(self) -> Path:
+        """The database file; run directories (worktrees) live beside it."""
+        return Path(self._location)
+
     def close(self) -> None:
         """Close the connection; an open batch is rolled back by SQLite."""
         with self._lock:
