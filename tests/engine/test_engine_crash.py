@@ -115,7 +115,7 @@ def test_kill_and_resume_gives_the_uninterrupted_result(point: int, project: Pat
         assert record.state != "completed", "the kill landed after the run had finished"
         resumed = _piflow(project, env, "resume", run_id[:8], "--json")
         _drive(resumed, store, run_id, None, answered)
-        out, err = resumed.communicate()
+        _out, err = resumed.communicate()
         assert resumed.returncode == 0, err
         record = store.get_run(run_id)
         assert record is not None
