@@ -71,11 +71,11 @@ class CallServer:
         if op == "checkpoint":
             return await self.run.checkpoint(call.get("value"), call["label"])
         if op == "phase":
-            return await self._phase(call.get("name"))
+            return await self.phase(call.get("name"))
         if op == "log":
-            return await self._log(call.get("message"))
+            return await self.log(call.get("message"))
         if op == "function":
-            return await self.run.call_function(call)
+            return await self.run.call_function(self, call)
         raise WorkflowError("INTERNAL_ERROR", f"Unknown worker call: {op}")
 
     async def _agent(self, call: dict[str, Any]) -> Any:
@@ -86,7 +86,7 @@ class CallServer:
         options = {} if options is None else options
         identity = call["identity"]
         path = agent_path(identity["path"], identity["callSite"], identity["occurrence"])
-        return await self._run_agent(prompt, options, path, identity, None, "agent")
+        return await self.run_agent(prompt, options, path, identity, None, "agent")
 
     async def _turn(self, call: dict[str, Any]) -> Any:
         prompt = call.get("prompt")
@@ -95,9 +95,9 @@ class CallServer:
         convo = call["conversation"]
         cid = conversation_id(convo["name"], convo["path"], convo["callSite"], convo["occurrence"])
         path = turn_path(cid, call["turn"])
-        return await self._run_agent(prompt, call.get("options") or {}, path, convo, cid, "conversation")
+        return await self.run_agent(prompt, call.get("options") or {}, path, convo, cid, "conversation")
 
-    async def _run_agent(
+    async def run_agent(
         self,
         prompt: str,
         options: Any,
@@ -125,7 +125,7 @@ class CallServer:
         finally:
             run.lifecycle.leave()
 
-    async def _phase(self, name: Any) -> None:
+    async def phase(self, name: Any) -> None:
         if not isinstance(name, str):
             raise WorkflowError("INTERNAL_ERROR", "phase name must be a string")
         run = self.run
@@ -135,7 +135,7 @@ class CallServer:
         finally:
             run.lifecycle.leave()
 
-    async def _log(self, message: Any) -> None:
+    async def log(self, message: Any) -> None:
         if not isinstance(message, str):
             raise WorkflowError("INTERNAL_ERROR", "log message must be a string")
         run = self.run

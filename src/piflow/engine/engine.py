@@ -8,7 +8,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -17,6 +17,7 @@ from piflow.analysis.budget import budget_relaxed, merge_budget, validate_budget
 from piflow.engine import events
 from piflow.engine.backends import create_backend
 from piflow.engine.environment import LaunchEnvironment, load_environment
+from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE
 from piflow.engine.runs import ActiveRun, base_payload, record_budget_event
 from piflow.engine.scheduler import FairScheduler
@@ -55,6 +56,7 @@ class Engine:
         bus: events.EventBus | None = None,
         environment: Callable[[str], LaunchEnvironment] = load_environment,
         notify: Notifier | None = None,
+        extensions: ExtensionRegistry | None = None,
     ) -> None:
         self.store = store
         self.bus = bus or events.EventBus()
@@ -62,6 +64,7 @@ class Engine:
         self.token = uuid.uuid4().hex
         self._environment = environment
         self._notify_hook = notify
+        self._extensions = extensions
         self.active: dict[str, ActiveRun] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
         self._seen_seq = 0
@@ -92,6 +95,18 @@ class Engine:
             await self._closed.wait()
             tasks.cancel_scope.cancel()
 
+    @property
+    def extensions(self) -> ExtensionRegistry:
+        """Installed extensions, loaded once; frozen when the first run starts (spec L.1)."""
+        if self._extensions is None:
+            self._extensions = load_extensions()
+        self._extensions.frozen = True
+        return self._extensions
+
+    def _environment_for(self, cwd: str) -> LaunchEnvironment:
+        env = self._environment(cwd)
+        return replace(env, workflows={**self.extensions.workflows, **env.workflows})
+
     def _notify(self, run: ActiveRun, message: str) -> None:
         with run.batch():
             run.emit(events.RUN_LOG, {"message": message, "notice": True})
@@ -101,7 +116,7 @@ class Engine:
     # -- launching ---------------------------------------------------------------------------
     async def launch(self, request: LaunchRequest) -> str:
         """Validate, snapshot and start a run; returns its id while it runs in the background."""
-        env = self._environment(request.cwd)
+        env = self._environment_for(request.cwd)
         budget = validate_budget(request.budget) if request.budget is not None else None
         concurrency = request.concurrency if request.concurrency is not None else env.concurrency
         self.scheduler.register("__probe__", concurrency)
@@ -152,6 +167,7 @@ class Engine:
             resolution=resolution_context(snapshot, env),
             resumed=resumed,
             notify=self._notify,
+            extensions=self.extensions,
         )
         self.active[record.id] = run
         return run
@@ -318,7 +334,7 @@ class Engine:
         return {"runId": record.id, "state": "running"}
 
     async def _cold_resume(self, record: RunRecord, budget: Any = None, version: int | None = None) -> None:
-        env = self._environment(record.cwd)
+        env = self._environment_for(record.cwd)
         snapshot = self.store.snapshot(record.id)
         snapshot, warning = check_cold_resume(snapshot, env)
         self.store.replace_snapshot(record.id, snapshot)

@@ -14,7 +14,15 @@ from piflow.engine import events
 from piflow.engine.backends.base import AgentBackend
 from piflow.engine.budgets import BudgetTracker
 from piflow.engine.calls import CallServer, checkpoint_notice
-from piflow.engine.journal import checkpoint_path
+from piflow.engine.extensions import (
+    ExtensionRegistry,
+    FunctionContext,
+    check_input,
+    check_replay,
+    resolve_variables,
+    run_function,
+)
+from piflow.engine.journal import agent_path, checkpoint_path, function_path
 from piflow.engine.lifecycle import RunLifecycle
 from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
@@ -42,6 +50,7 @@ class ActiveRun:
         resolution: ResolutionContext,
         resumed: bool,
         notify: Callable[[ActiveRun, str], None],
+        extensions: ExtensionRegistry,
     ) -> None:
         self.id = record.id
         self.record = record
@@ -56,6 +65,7 @@ class ActiveRun:
         self.resolution = resolution
         self.resumed = resumed
         self._notify = notify
+        self.extensions = extensions
         self.journal: dict[str, Any] = store.journal(record.id)
         self.agents: dict[str, Any] = {}
         self.phase = record.phase
@@ -210,18 +220,54 @@ class ActiveRun:
             if label not in awaiting:
                 waiter.set()
 
-    async def call_function(self, call: dict[str, Any]) -> Any:
-        raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {call.get('name')}")
+    def function_context(self, server: CallServer, caller: str | None = None) -> FunctionContext:
+        """The context extension code gets: run facts plus agent/log/phase bound to this run."""
+        occurrences: dict[str, int] = {}
+
+        async def agent(prompt: str, options: dict[str, Any] | None = None) -> Any:
+            if caller is None or not isinstance(prompt, str):
+                raise WorkflowError("AGENT_FAILED", "No agent bridge is available")
+            n = occurrences[caller] = occurrences.get(caller, 0) + 1
+            call_site = f"function:{caller}"
+            identity = {"path": [], "callSite": call_site, "occurrence": n}
+            path = agent_path([], call_site, n)
+            return await server.run_agent(prompt, options or {}, path, identity, None, "agent")
+
+        run = {"cwd": self.cwd, "runId": self.id, "workflow": self.workflow_name, "args": self.snapshot.get("args")}
+        return FunctionContext(run=run, agent=agent, log=server.log, phase=server.phase)
+
+    async def call_function(self, server: CallServer, call: dict[str, Any]) -> Any:
+        """An extension function call from the script (spec L.3): validated, journaled, replayed."""
+        name = call.get("name")
+        function = self.extensions.functions.get(name) if isinstance(name, str) else None
+        if function is None:
+            raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {name}")
+        check_input(function, call.get("input"))
+        identity = call["identity"]
+        path = function_path(identity["path"], function.name, identity["occurrence"])
+        if path in self.journal:
+            return check_replay(function, self.journal[path])
+        try:
+            value = await run_function(function, call["input"], self.function_context(server, path))
+        except WorkflowError as exc:
+            if exc.code in ("AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"):
+                raise WorkflowError(exc.code, exc.message, failed_at=function.name) from None
+            raise
+        with self.batch():
+            self.journal_put(path, value)
+        return value
 
     # -- execution ---------------------------------------------------------------------------
     async def execute(self) -> Any:
         """Run the script once from the top; completed operations replay from the journal."""
         server = CallServer(self)
+        variables = await resolve_variables(self.extensions, self.function_context(server))
         worker = WorkerProcess()
         outcome: list[Any] = []
         try:
             async with anyio.create_task_group() as tasks:
-                await worker.start(body=self.body, args=self.snapshot.get("args"))
+                await worker.start(body=self.body, args=self.snapshot.get("args"),
+                                   functions=sorted(self.extensions.functions), variables=variables)
                 tasks.start_soon(server.flush_forever, worker.settle)
                 async for call in worker.calls():
                     tasks.start_soon(server.serve, call)
