@@ -93,7 +93,7 @@ class AgentRunner:
         self.task = task
         self.journal_path = journal_path
         self.conversation = conversation
-        n = run.store.next_agent_number(run.id)
+        n = run.next_agent_number()
         now = time.time()
         self.record = AgentRecord(
             id=f"{run.id}:{n}",
@@ -121,14 +121,17 @@ class AgentRunner:
             created_at=now,
             updated_at=now,
         )
-        with run.batch():
-            run.store.put_agent(self.record)
-            self._emit_state(None)
+        record = self.record
+
+        def create() -> None:
+            run.store.put_agent(record)
+            self._emit_state(None, record)
+
+        run.stage(create)
         run.agents[self.record.id] = self
 
     # -- record keeping ----------------------------------------------------------------------
-    def _emit_state(self, previous: str | None) -> None:
-        rec = self.record
+    def _emit_state(self, previous: str | None, rec: AgentRecord) -> None:
         payload: dict[str, Any] = {
             "agentId": rec.id,
             "displayLabel": rec.label or rec.name,
@@ -145,11 +148,17 @@ class AgentRunner:
         self.run.emit(events.AGENT_STATE_CHANGED, payload)
 
     def _update(self, **fields: Any) -> None:
+        """Stage a change of this agent's record (and its state event when state or attempts change)."""
         previous = self.record.state
-        self.record = replace(self.record, updated_at=time.time(), **fields)
-        self.run.store.update_agent(self.record.id, updated_at=self.record.updated_at, **fields)
-        if "state" in fields or "attempts" in fields:
-            self._emit_state(previous)
+        record = self.record = replace(self.record, updated_at=time.time(), **fields)
+        run = self.run
+
+        def write() -> None:
+            run.store.update_agent(record.id, updated_at=record.updated_at, **fields)
+            if "state" in fields or "attempts" in fields:
+                self._emit_state(previous, record)
+
+        run.stage(write)
 
     def account(self, usage: Usage) -> None:
         rec = self.record
@@ -194,21 +203,21 @@ class AgentRunner:
 
     def _settle_cancelled(self) -> None:
         if self.record.state not in ("completed", "failed", "cancelled"):
-            with self.run.batch():
-                self._update(
-                    state="cancelled",
-                    activity=None,
-                    error={"code": "CANCELLED", "message": "Agent cancelled"},
-                    **self._accounting_fields(),
-                )
-
-    def _fail(self, error: WorkflowError) -> WorkflowError:
-        with self.run.batch():
             self._update(
-                state="failed", activity=None, error={"code": error.code, "message": error.message},
+                state="cancelled",
+                activity=None,
+                error={"code": "CANCELLED", "message": "Agent cancelled"},
                 **self._accounting_fields(),
             )
-            self.run.persist_usage()
+            self.run.flush()
+
+    async def _fail(self, error: WorkflowError) -> WorkflowError:
+        self._update(
+            state="failed", activity=None, error={"code": error.code, "message": error.message},
+            **self._accounting_fields(),
+        )
+        self.run.stage(self.run.persist_usage)
+        await self.run.commit()
         failed_at = self.journal_path if error.code in OUTCOME_CODES else None
         return WorkflowError(error.code, error.message, failed_at=failed_at)
 
@@ -217,22 +226,19 @@ class AgentRunner:
         try:
             run.budget.check_launch()
         except WorkflowError as exc:
-            raise self._fail(exc) from None
+            raise await self._fail(exc) from None
         previous_error: str | None = None
         attempt = 0
         try:
             while True:
                 attempt += 1
                 if attempt > 1:
-                    with run.batch():
-                        self._update(state="retrying")
+                    self._update(state="retrying")
                 try:
                     run.budget.start_attempt()
                 except WorkflowError as exc:
-                    raise self._fail(exc) from None
-                with run.batch():
-                    self._update(state="running", attempts=attempt)
-                    run.persist_usage()
+                    raise await self._fail(exc) from None
+                self._update(state="running", attempts=attempt)
                 try:
                     return await self._one_attempt(attempt, previous_error)
                 except ProviderRateLimited:
@@ -241,7 +247,7 @@ class AgentRunner:
                     continue
                 except WorkflowError as exc:
                     if exc.code in _NOT_RETRIED or attempt > spec.retries:
-                        raise self._fail(exc) from None
+                        raise await self._fail(exc) from None
                     previous_error = exc.message
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -300,8 +306,7 @@ class AgentRunner:
             if owner is not None:
                 with anyio.CancelScope(shield=True):
                     await run.worktrees.commit_async(owner)
-            run.store.put_attempt(
-                AttemptRecord(
+            attempt_record = AttemptRecord(
                     agent_id=self.record.id,
                     attempt=attempt,
                     started_at=started,
@@ -314,14 +319,15 @@ class AgentRunner:
                     cost_usd=control.usage.cost_usd,
                     transcript_path=control.transcript_path,
                     session_id=control.session_id,
-                )
             )
+            run.stage(lambda: run.store.put_attempt(attempt_record))
         if error is not None:
             raise error
         if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
             raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
-        with run.batch():
-            run.journal_put(self.journal_path, value)
-            self._update(state="completed", activity=None, **self._accounting_fields())
-            run.persist_usage()
+        run.journal[self.journal_path] = value
+        run.stage(lambda: run.store.journal_put(run.id, self.journal_path, value))
+        self._update(state="completed", activity=None, **self._accounting_fields())
+        run.stage(run.persist_usage)
+        await run.commit()
         return value

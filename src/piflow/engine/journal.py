@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from urllib.parse import quote
 
 from piflow.errors import WorkflowError
@@ -10,6 +11,7 @@ from piflow.errors import WorkflowError
 _SAFE = "-_.!~*'()"
 
 
+@lru_cache(maxsize=65536)
 def encode_component(part: str) -> str:
     """JavaScript `encodeURIComponent` (on the UTF-8 bytes, as the reference does)."""
     return quote(part, safe=_SAFE)

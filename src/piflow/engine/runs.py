@@ -77,6 +77,11 @@ class ActiveRun:
         self.worktrees = RunWorktrees(record.id, record.cwd, store.location.parent / "runs" / record.id, store)
         self.waiting_checkpoints: dict[str, anyio.Event] = {}
         self._batch_depth = 0
+        self._staged: list[Callable[[], None]] = []
+        self._stage_ready = anyio.Event()
+        self._flushed = anyio.Event()
+        self._flush_error: WorkflowError | None = None
+        self._agent_counter: int | None = None
         self._pending: list[events.Event] = []
         self._progress_listeners: list[Callable[[ActiveRun], None]] = []
         self.budget = BudgetTracker(
@@ -123,6 +128,48 @@ class ActiveRun:
         published = record_budget_event(self.store, self.record, event)
         if published is not None:
             self._publish(published)
+
+    # -- group commit ------------------------------------------------------------------------
+    def stage(self, write: Callable[[], None]) -> None:
+        """Queue store writes; everything staged in one event-loop tick commits in one transaction.
+
+        Agents stage their bookkeeping here and `await commit()` before a result reaches the
+        script, so a journaled value is durable before anything depends on it.
+        """
+        self._staged.append(write)
+        self._stage_ready.set()
+
+    async def commit(self) -> None:
+        """Return once everything staged so far is committed (raise what the commit raised)."""
+        if self._staged:
+            await self._flushed.wait()
+        if self._flush_error is not None:
+            raise self._flush_error
+
+    def flush(self) -> None:
+        writes, self._staged = self._staged, []
+        flushed, self._flushed = self._flushed, anyio.Event()
+        try:
+            with self.batch():
+                for write in writes:
+                    write()
+        except WorkflowError as exc:  # e.g. a full disk: every waiter of this flush fails with it
+            self._flush_error = exc
+        finally:
+            flushed.set()
+
+    async def write_forever(self) -> None:
+        while True:
+            await self._stage_ready.wait()
+            self._stage_ready = anyio.Event()
+            await anyio.lowlevel.checkpoint()
+            self.flush()
+
+    def next_agent_number(self) -> int:
+        if self._agent_counter is None:
+            self._agent_counter = self.store.next_agent_number(self.id) - 1
+        self._agent_counter += 1
+        return self._agent_counter
 
     def persist_usage(self) -> None:
         self.store.update_run(self.id, usage=self.budget.snapshot_usage())
@@ -269,6 +316,7 @@ class ActiveRun:
                 await worker.start(body=self.body, args=self.snapshot.get("args"),
                                    functions=sorted(self.extensions.functions), variables=variables)
                 tasks.start_soon(server.flush_forever, worker.settle)
+                tasks.start_soon(self.write_forever)
                 async for call in worker.calls():
                     tasks.start_soon(server.serve, call)
                 try:
@@ -277,6 +325,7 @@ class ActiveRun:
                     outcome.append(exc)
                 tasks.cancel_scope.cancel()
         finally:
+            self.flush()
             with anyio.CancelScope(shield=True):
                 await worker.kill()
         if isinstance(outcome[0], WorkflowError):
