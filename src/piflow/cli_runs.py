@@ -14,7 +14,7 @@ import anyio
 
 from piflow.engine import events
 from piflow.engine.engine import Engine, LaunchRequest
-from piflow.engine.environment import project_root, store_path
+from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.progress import format_progress
 from piflow.engine.store import RunStore
 from piflow.engine.views import attention_key, run_summary, run_view
@@ -178,6 +178,9 @@ async def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise WorkflowError("INVALID_SYNTAX", f"Cannot read {args.script}: {exc.strerror}") from None
     cwd = project_root(str(script_path.parent))
+    if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
+        print("piflow: no backend configured, agents answer from the scripted backend "
+              "(set [piflow] backend in piflow.toml or pass --backend)", file=sys.stderr)
     request = LaunchRequest(
         script=script,
         cwd=cwd,

@@ -65,6 +65,7 @@ class Engine:
         self._environment = environment
         self._notify_hook = notify
         self._extensions = extensions
+        self._transcripts = store.location.parent / "transcripts"
         self.active: dict[str, ActiveRun] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
         self._seen_seq = 0
@@ -125,7 +126,7 @@ class Engine:
         backend_name = request.backend or env.backend
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
-        backend = create_backend(backend_name, request.fixtures or env.fixtures, env)
+        backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts)
         now = time.time()
         record = RunRecord(
             id=str(uuid.uuid4()),
@@ -343,7 +344,8 @@ class Engine:
             self.store.update_run(record.id, budget=budget or None, budget_version=version)
         stored = self.store.get_run(record.id)
         assert stored is not None
-        backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env)
+        backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env,
+                                 self._transcripts)
         run = self._activate(stored, snapshot, backend, env, resumed=True)
         if warning:
             with run.batch():

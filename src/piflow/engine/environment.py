@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from piflow.analysis.launch import LaunchContext, RegisteredWorkflow
-from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, load_config
+from piflow.config import DEFAULT_ROOT_TOOLS, ModelRegistry, PiflowConfig, load_config
 from piflow.config.project import find_project_root
 from piflow.engine.store import default_store_path
 
@@ -31,6 +31,9 @@ class LaunchEnvironment:
     fixtures: str | None
     launch_model: str
     agent_dir: Path
+    registry: ModelRegistry
+    backend_configured: bool = False
+    provider_backends: dict[str, str] = field(default_factory=dict)
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
 
     def launch_context(self) -> LaunchContext:
@@ -71,6 +74,9 @@ def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
         fixtures=str(config.project.fixtures) if config.project.fixtures else None,
         launch_model=launch_model,
         agent_dir=config.agent_dir,
+        registry=registry,
+        backend_configured=config.project.project_file is not None or config.project.user_file is not None,
+        provider_backends=dict(config.project.provider_backends),
     )
 
 

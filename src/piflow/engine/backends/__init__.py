@@ -1,21 +1,57 @@
-"""Agent backends and how a run picks one."""
+"""Agent backends and how a run picks one: a default plus optional per-provider choices."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from piflow.engine.backends.base import AgentBackend
+from piflow.engine.backends.base import AgentBackend, AttemptControl, AttemptRequest
 from piflow.engine.backends.scripted import Fixtures, ScriptedBackend
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
     from piflow.engine.environment import LaunchEnvironment
 
-BACKENDS = ("scripted",)
+BACKENDS = ("scripted", "openai", "pi")
 
 
-def create_backend(name: str, fixtures: str | None, env: LaunchEnvironment) -> AgentBackend:
-    """The backend a run uses; `fixtures` only matters to `scripted`."""
+class RoutingBackend:
+    """Sends each attempt to the backend chosen for its model's provider (`[backends.<provider>]`)."""
+
+    name = "routing"
+
+    def __init__(self, default: AgentBackend, by_provider: Mapping[str, AgentBackend]) -> None:
+        self.default = default
+        self.by_provider = dict(by_provider)
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        backend = self.by_provider.get(request.model.provider, self.default)
+        return await backend.run_attempt(request, control)
+
+
+def _single(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path) -> AgentBackend:
     if name == "scripted":
         return ScriptedBackend(Fixtures.load(fixtures) if fixtures else None)
+    if name == "openai":
+        from piflow.engine.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(env.registry, transcripts_dir=transcripts)
+    if name == "pi":
+        from piflow.engine.backends.pi import PiBackend
+
+        return PiBackend(agent_dir=env.agent_dir)
     raise WorkflowError("CONFIG_ERROR", f"Unknown backend: {name} (available: {', '.join(BACKENDS)})")
+
+
+def create_backend(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path) -> AgentBackend:
+    """The backend of a run: `name` by default, and the project's per-provider overrides."""
+    default = _single(name, fixtures, env, transcripts)
+    chosen = {provider: backend for provider, backend in env.provider_backends.items() if backend != name}
+    if not chosen:
+        return default
+    built: dict[str, AgentBackend] = {}
+    return RoutingBackend(default, {
+        provider: built.setdefault(backend, _single(backend, fixtures, env, transcripts))
+        for provider, backend in chosen.items()
+    })

@@ -1,0 +1,333 @@
+"""The `openai` backend: agent attempts on an OpenAI-compatible chat-completions endpoint.
+
+It serves the models pi's `models.json` configures with `api: "openai-completions"` (OpenAI,
+OpenRouter, Ollama, vLLM, llama.cpp, LM Studio, ...), calling `<baseUrl>/chat/completions` with
+the provider's resolved `apiKey` as a bearer token (none when there is no key, as for a local
+server) and the provider's and model's `headers`, whose values are sent as written.
+
+How an attempt maps onto chat completions:
+
+- Messages: a system message (a short piflow preamble plus the role body, when the agent has a
+  role) and the engine's J.3 task prompt as the first user message.
+- Turns: one turn is one chat-completions call. `before_turn` gates every call; `after_turn`
+  records its usage and may hand back the budget's soft instruction, which is sent as a user
+  message before the next turn. A turn whose assistant message calls tools is not final, so
+  the budget can stop the attempt after it (spec H).
+- Output schema (spec J.4): the model is offered one tool, `workflow_result`, whose parameters
+  are the schema. The task prompt runs until the model stops calling tools (acceptance is not
+  enabled yet), then the submit prompt, then at most one repair prompt. The first schema-valid
+  call is the result and ends the attempt. Only that turn is final: every other turn is
+  followed by more model work (so the main turn is non-final, as spec H says), and nothing
+  follows the accepting one — the reference keeps a result accepted in an over-budget turn
+  too. Prose is never parsed.
+- Host tools (`request.tools`) are not offered yet: this backend has no tool runtime, so a call
+  to any other tool is answered `Tool <name> not found` and the model continues.
+- Thinking: sent as `reasoning_effort`, only when the model's registry entry says
+  `reasoning: true`. `minimal`/`low`/`medium`/`high` go through unchanged; `xhigh` and `max`
+  are sent as `high`, because `xhigh` is accepted only by a few OpenAI models and `max` by none,
+  and an unsupported value fails the call; `off` sends nothing (the model's default), as pi does.
+- Accounting: OpenAI counts cached tokens inside `prompt_tokens`, so input = prompt − cached and
+  cache_read = cached; output = `completion_tokens` (which already includes reasoning tokens).
+  Cost comes from the model's `cost` table. A server that reports no usage is charged an
+  estimate of four characters per token, so budgets still bind.
+- Conversations: the message history of each conversation id is kept in this backend instance
+  and committed only when a turn's attempt succeeds, so a retried or rate-limited attempt
+  starts again from the previous turn. A turn with another model or system prompt than the
+  conversation's is RESUME_INCOMPATIBLE (spec J.6). The history does not survive a process
+  restart yet: a turn after a restart starts a new session.
+- Transcripts: with `transcripts_dir`, each attempt's messages (history included) are written
+  as JSONL to `<dir>/<run id>/<agent id>.attempt-<n>.jsonl` as they happen, and reported
+  through `control.transcript`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import ssl
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import httpx
+
+from piflow.config.registry import ModelRegistry, RegistryModel
+from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
+from piflow.engine.backends.chat_completions import Endpoint, Reply, TokenCounts, ToolCall, complete
+from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
+from piflow.errors import WorkflowError
+
+__all__ = ["OpenAIBackend"]
+
+API: Final = "openai-completions"
+SYSTEM_PROMPT: Final = (
+    "You are an agent running one task of a piflow workflow. Do the task in the user message and "
+    "answer with its result."
+)
+RESULT_TOOL: Final = "workflow_result"
+RESULT_TOOL_DESCRIPTION: Final = "Submit the terminal structured workflow result"
+NOT_ACCEPTING: Final = "Result acceptance is not enabled yet."
+RESULT_REJECTED: Final = "Result does not match the required schema."
+RESULT_ACCEPTED: Final = "Result accepted."
+REASONING_EFFORT: Final[dict[str, str]] = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+    "max": "high",
+}
+CHARS_PER_TOKEN: Final = 4
+# No read timeout: the engine's attempt timeout (timeoutMs) bounds the whole attempt, and a
+# reasoning model may think for minutes before its first byte.
+TIMEOUT: Final = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=10.0)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """Built once: loading the CA bundle takes tens of milliseconds, and every attempt has a client."""
+    return httpx.create_ssl_context()
+
+
+def _default_client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=TIMEOUT, verify=_ssl_context())
+
+
+@dataclass(frozen=True)
+class _Session:
+    """A conversation's state after its last successful turn (or a new attempt's start)."""
+
+    id: str
+    model: str
+    system: str
+    messages: tuple[dict[str, Any], ...]
+
+
+class OpenAIBackend:
+    """Runs attempts against the chat-completions endpoints of `registry`'s providers."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        *,
+        transcripts_dir: Path | None = None,
+        client_factory: Callable[[], httpx.AsyncClient] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._transcripts_dir = transcripts_dir
+        self._client_factory = client_factory or _default_client
+        self._conversations: dict[str, _Session] = {}
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        endpoint, model = await self._endpoint(request)
+        session = self._session(request, model)
+        transcript = self._transcript(request, model, session.id, control)
+        async with self._client_factory() as client:
+            attempt = _Attempt(client, endpoint, model, request, control, list(session.messages), transcript)
+            value = await attempt.run()
+        if request.conversation:
+            self._conversations[request.conversation] = _Session(
+                session.id, session.model, session.system, tuple(attempt.messages)
+            )
+        return value
+
+    def _session(self, request: AttemptRequest, model: RegistryModel) -> _Session:
+        """A fresh session, or the conversation's, which must keep its model and system prompt (J.6)."""
+        system = SYSTEM_PROMPT if not request.system_append else f"{SYSTEM_PROMPT}\n\n{request.system_append}"
+        session = self._conversations.get(request.conversation) if request.conversation else None
+        if session is None:
+            return _Session(uuid.uuid4().hex, model.ref, system, ({"role": "system", "content": system},))
+        if session.model != model.ref:
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
+        if session.system != system:
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation system prompt changed")
+        return session
+
+    async def _endpoint(self, request: AttemptRequest) -> tuple[Endpoint, RegistryModel]:
+        ref = request.model.name
+        model = self._registry.model(ref)
+        provider = self._registry.provider(request.model.provider)
+        if model is None or provider is None or not provider.base_url:
+            raise WorkflowError("AGENT_FAILED", f"Model {ref} is not configured in the model registry")
+        if model.api != API:
+            message = f"Model {ref} uses api {model.api}; the openai backend serves only {API} models"
+            raise WorkflowError("AGENT_FAILED", message)
+        # A `!command` key runs a subprocess: keep it off the event loop.
+        key = await anyio.to_thread.run_sync(self._registry.api_key, provider.name)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers.update(provider.headers)
+        headers.update(model.headers)
+        return Endpoint(provider.name, provider.base_url.rstrip("/") + "/chat/completions", headers), model
+
+    def _transcript(
+        self, request: AttemptRequest, model: RegistryModel, session_id: str, control: AttemptControl
+    ) -> _Transcript | None:
+        if self._transcripts_dir is None:
+            return None
+        path = self._transcripts_dir / _file_part(request.run_id) / (
+            f"{_file_part(request.agent_id)}.attempt-{request.attempt}.jsonl"
+        )
+        transcript = _Transcript(
+            path,
+            {
+                "type": "session",
+                "id": session_id,
+                "model": model.ref,
+                "label": request.label,
+                "attempt": request.attempt,
+                "conversation": request.conversation,
+            },
+        )
+        control.transcript(str(path), session_id)
+        return transcript
+
+
+def _file_part(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+class _Transcript:
+    """An attempt's JSONL transcript, appended line by line so a crash keeps what happened."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
+
+
+class _Attempt:
+    """One attempt's turns over a message history (which a conversation carries on)."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        endpoint: Endpoint,
+        model: RegistryModel,
+        request: AttemptRequest,
+        control: AttemptControl,
+        messages: list[dict[str, Any]],
+        transcript: _Transcript | None,
+    ) -> None:
+        self.client = client
+        self.endpoint = endpoint
+        self.model = model
+        self.request = request
+        self.control = control
+        self.messages: list[dict[str, Any]] = []
+        self.transcript = transcript
+        self.schema = request.output_schema
+        self.accepting = False
+        self.accepted = False
+        self.value: Any = None
+        self.text = ""
+        for message in messages:
+            self._add(message)
+
+    async def run(self) -> Any:
+        await self._prompt(self.request.prompt)
+        if self.schema is None:
+            return self.text
+        self.accepting = True
+        for prompt in (SUBMIT_RESULT, REPAIR_RESULT):
+            await self._prompt(prompt)
+            if self.accepted:
+                return self.value
+        raise WorkflowError("RESULT_INVALID", NO_VALID_RESULT)
+
+    async def _prompt(self, text: str) -> None:
+        """Send a user message, then run turns until the model stops calling tools or a
+        result is accepted."""
+        self._add({"role": "user", "content": text})
+        while True:
+            self.control.before_turn()
+            body = self._body()
+            reply = await complete(self.client, self.endpoint, body, self.control.activity)
+            usage = self._usage(reply, body)
+            self._add(reply.message(), usage)
+            for call in reply.tool_calls:
+                self._add({"role": "tool", "tool_call_id": call.id, "content": self._answer(call)})
+            self.text = reply.content
+            final = self.accepted if self.schema is not None else not reply.tool_calls
+            steering = self.control.after_turn(usage, final)
+            if steering is not None and not final:
+                self._add({"role": "user", "content": steering})
+            if self.accepted or not reply.tool_calls:
+                return
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model.id,
+            "messages": list(self.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.schema is not None:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": RESULT_TOOL,
+                        "description": RESULT_TOOL_DESCRIPTION,
+                        "parameters": self.schema,
+                    },
+                }
+            ]
+        effort = REASONING_EFFORT.get(self.request.thinking or "off")
+        if effort is not None and self.model.reasoning:
+            body["reasoning_effort"] = effort
+        return body
+
+    def _answer(self, call: ToolCall) -> str:
+        """The tool message for one call (spec J.4's replies for `workflow_result`)."""
+        if call.name != RESULT_TOOL or self.schema is None:
+            return f"Tool {call.name} not found"
+        if not self.accepting:
+            return NOT_ACCEPTING
+        try:
+            value = json.loads(call.arguments or "{}")
+        except ValueError:
+            return RESULT_REJECTED
+        if not self.control.validate_result(value):
+            return RESULT_REJECTED
+        if not self.accepted:
+            self.accepted, self.value = True, value
+        return RESULT_ACCEPTED
+
+    def _usage(self, reply: Reply, body: dict[str, Any]) -> Usage:
+        tokens = reply.tokens or _estimate(reply, body)
+        cached = min(tokens.cached, tokens.prompt)
+        uncached = tokens.prompt - cached
+        cost = self.model.cost.usd(uncached, tokens.completion, cached)
+        return Usage(input=uncached, output=tokens.completion, cache_read=cached, cost_usd=cost)
+
+    def _add(self, message: dict[str, Any], usage: Usage | None = None) -> None:
+        self.messages.append(message)
+        if self.transcript is not None:
+            record: dict[str, Any] = {"type": "message", "message": message}
+            if usage is not None:
+                record["usage"] = {
+                    "input": usage.input,
+                    "output": usage.output,
+                    "cacheRead": usage.cache_read,
+                    "costUsd": usage.cost_usd,
+                }
+            self.transcript.write(record)
+
+
+def _estimate(reply: Reply, body: dict[str, Any]) -> TokenCounts:
+    """Token counts for a server that reports none: what was sent and what came back."""
+    sent = json.dumps([body["messages"], body.get("tools")])
+    calls = "".join(call.name + call.arguments for call in reply.tool_calls)
+    received = reply.content + reply.reasoning + calls
+    return TokenCounts(math.ceil(len(sent) / CHARS_PER_TOKEN), math.ceil(len(received) / CHARS_PER_TOKEN), 0)

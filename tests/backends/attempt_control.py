@@ -1,0 +1,99 @@
+"""The engine's side of an attempt, for backend tests: request, budgets, accounting, schema checks.
+
+`attempt_request` builds a request as the engine does (with the J.3 prompt). `BudgetControl`
+mirrors the engine's own control (`piflow.engine.agents`) on top of the real `BudgetTracker`,
+without a run around it: usage is summed per attempt and charged to the budget, turns are
+gated before they start and after non-final ones, and the soft instruction is handed out once.
+It records what the backend reported so tests can assert on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from piflow.config.model_refs import parse_model_reference
+from piflow.engine.agents import schema_accepts
+from piflow.engine.backends.base import AttemptRequest, Usage
+from piflow.engine.budgets import BudgetTracker, soft_instruction
+from piflow.engine.prompts import attempt_prompt
+
+
+def attempt_request(
+    task: str = "Say hello.",
+    *,
+    model: str = "local/m1",
+    schema: dict[str, Any] | None = None,
+    thinking: str | None = None,
+    system_append: str | None = None,
+    conversation: str | None = None,
+    agent_id: str = "run-1:1",
+    attempt: int = 1,
+) -> AttemptRequest:
+    return AttemptRequest(
+        run_id="run-1",
+        agent_id=agent_id,
+        attempt=attempt,
+        workflow_name="demo",
+        label="writer",
+        task=task,
+        prompt=attempt_prompt("demo", "writer", task),
+        model=parse_model_reference(model),
+        thinking=thinking,
+        tools=("read",),
+        cwd="/tmp",
+        role="writer" if system_append else None,
+        system_append=system_append,
+        output_schema=schema,
+        conversation=conversation,
+    )
+
+
+@dataclass
+class Turn:
+    usage: Usage
+    final: bool
+
+
+@dataclass
+class BudgetControl:
+    schema: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+    usage: Usage = field(default_factory=Usage)
+    turns: list[Turn] = field(default_factory=list)
+    activities: list[str | None] = field(default_factory=list)
+    transcripts: list[tuple[str, str | None]] = field(default_factory=list)
+    soft_sent: bool = False
+
+    def __post_init__(self) -> None:
+        self.budget = BudgetTracker(self.limits)
+
+    def before_turn(self) -> None:
+        self.budget.check_turn()
+
+    def after_turn(self, usage: Usage, final: bool) -> str | None:
+        self.turns.append(Turn(usage, final))
+        self.usage = Usage(
+            self.usage.input + usage.input,
+            self.usage.output + usage.output,
+            self.usage.cache_read + usage.cache_read,
+            self.usage.cache_write + usage.cache_write,
+            self.usage.cost_usd + usage.cost_usd,
+        )
+        self.budget.add_usage(usage.tokens, usage.cost_usd)
+        if final:
+            return None
+        self.budget.check_turn()
+        if self.budget.soft_crossed and not self.soft_sent:
+            self.soft_sent = True
+            return soft_instruction(self.budget.snapshot_usage())
+        return None
+
+    def activity(self, text: str | None) -> None:
+        self.activities.append(text)
+
+    def validate_result(self, value: Any) -> bool:
+        return self.schema is None or schema_accepts(self.schema, value)
+
+    def transcript(self, path: str, session_id: str | None = None) -> None:
+        self.transcripts.append((path, session_id))

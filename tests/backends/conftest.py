@@ -1,0 +1,56 @@
+"""Fixtures of the backend tests: a loopback chat-completions server and a models.json naming it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer
+
+from piflow.config.registry import ModelCost, ModelRegistry, load_model_registry
+from piflow.engine.backends.openai import OpenAIBackend
+
+API_KEY = "sk-test-key"
+PRICES = ModelCost(input=2, output=8, cache_read=0.5)
+"""The cost table of `local/m1` (USD per million tokens)."""
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    chat = ChatServer()
+    chat.start()
+    yield chat
+    chat.stop()
+
+
+@pytest.fixture
+def registry(tmp_path: Path, server: ChatServer) -> ModelRegistry:
+    providers = {
+        "local": {
+            "baseUrl": server.url + "/",
+            "api": "openai-completions",
+            "apiKey": "LOCAL_API_KEY",
+            "headers": {"X-Team": "piflow"},
+            "models": [
+                {"id": "m1", "reasoning": True, "cost": PRICES.to_json(), "headers": {"X-Model": "m1"}},
+                {"id": "plain"},
+            ],
+        },
+        "keyless": {"baseUrl": server.url, "api": "openai-completions", "models": [{"id": "m"}]},
+        "claude": {"baseUrl": server.url, "api": "anthropic-messages", "models": [{"id": "sonnet"}]},
+    }
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps({"providers": providers}), encoding="utf-8")
+    return load_model_registry(path, environ={"LOCAL_API_KEY": API_KEY})
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path) -> Path:
+    return tmp_path / "transcripts"
+
+
+@pytest.fixture
+def backend(registry: ModelRegistry, transcripts: Path) -> OpenAIBackend:
+    return OpenAIBackend(registry, transcripts_dir=transcripts)
