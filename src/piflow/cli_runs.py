@@ -85,6 +85,23 @@ class ProgressPrinter:
         self._drawn_lines = card.count("\n") + 1
 
 
+def _answers(pairs: list[str] | None) -> dict[str, bool]:
+    """`--answer ship=approve` pairs: checkpoints a non-interactive run answers by itself."""
+    answers: dict[str, bool] = {}
+    for pair in pairs or []:
+        name, _, verdict = pair.partition("=")
+        if not name or verdict not in ("approve", "reject"):
+            raise WorkflowError("INVALID_METADATA", f"--answer takes NAME=approve|reject, not {pair!r}")
+        answers[name] = verdict == "approve"
+    return answers
+
+
+def _answer_known(engine: Engine, run_id: str, answers: dict[str, bool]) -> None:
+    for checkpoint in engine.store.awaiting_checkpoints(run_id):
+        if checkpoint.label in answers:
+            engine.respond(run_id, name=checkpoint.label, approved=answers[checkpoint.label])
+
+
 async def _ask_checkpoints(engine: Engine, run_id: str, asked: set[str]) -> None:
     for checkpoint in engine.store.awaiting_checkpoints(run_id):
         if checkpoint.label in asked:
@@ -98,8 +115,10 @@ async def _ask_checkpoints(engine: Engine, run_id: str, asked: set[str]) -> None
         engine.respond(run_id, name=checkpoint.label, approved=answer.strip().lower() in ("y", "yes"))
 
 
-async def follow(engine: Engine, run_id: str, *, out: TextIO, quiet: bool) -> None:
-    """Show a run's progress until it ends; on a TTY, ask its checkpoints."""
+async def follow(
+    engine: Engine, run_id: str, *, out: TextIO, quiet: bool, answers: dict[str, bool] | None = None
+) -> None:
+    """Show a run's progress until it ends; answer known checkpoints; on a TTY, ask the others."""
     interactive = out.isatty() and sys.stdin.isatty() and not quiet
     printer = ProgressPrinter(engine.store, run_id, out, interactive)
     unsubscribe = engine.bus.subscribe(printer.on_event) if not quiet else (lambda: None)
@@ -109,6 +128,8 @@ async def follow(engine: Engine, run_id: str, *, out: TextIO, quiet: bool) -> No
             async def watch() -> None:
                 while True:
                     printer.redraw()
+                    if answers:
+                        _answer_known(engine, run_id, answers)
                     if interactive:
                         tasks.start_soon(_ask_checkpoints, engine, run_id, asked)
                     await anyio.sleep(0.1)
@@ -200,7 +221,7 @@ async def _run(args: argparse.Namespace) -> int:
                 await engine.wait(run_id)
                 return 0
             print(run_id, flush=True)
-            await follow(engine, run_id, out=sys.stdout, quiet=args.json)
+            await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
             return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
 
 
@@ -221,7 +242,7 @@ async def _resume(args: argparse.Namespace) -> int:
                 await engine.wait(run_id)
                 return 0
             print(run_id, flush=True)
-            await follow(engine, run_id, out=sys.stdout, quiet=args.json)
+            await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
             return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
 
 
@@ -318,6 +339,8 @@ def register(commands: Any) -> None:
     run.add_argument("--fixtures", help="scripted backend fixture file (JSON or YAML)")
     run.add_argument("--detach", action="store_true", help="start the run in the background and print its id")
     run.add_argument("--json", action="store_true", help="print the final state and result as JSON")
+    run.add_argument("--answer", action="append", metavar="NAME=approve|reject",
+                     help="answer a checkpoint by label without asking (repeatable)")
     run.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(handler=lambda a: _detach_or(a, _run))
 
@@ -326,6 +349,7 @@ def register(commands: Any) -> None:
     resume.add_argument("--budget", help="JSON budget patch")
     resume.add_argument("--detach", action="store_true")
     resume.add_argument("--json", action="store_true")
+    resume.add_argument("--answer", action="append", metavar="NAME=approve|reject")
     resume.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
     resume.set_defaults(handler=lambda a: _detach_or(a, _resume))
 
