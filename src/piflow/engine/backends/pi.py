@@ -1,0 +1,451 @@
+"""The `pi` backend: every attempt is a real pi agent session, run by the `pi` CLI.
+
+Agents get pi's own tools, system prompt, model registry (`<agentDir>/models.json`), auth,
+settings and session files; piflow only drives the session and keeps the books.
+
+How an attempt maps onto pi (0.80.x, see docs/backends.md):
+
+- Process: `pi --mode rpc` (the JSON event stream of `--mode json`, plus commands on stdin, so
+  the submit/repair prompts and steering happen in the same session), started in the
+  attempt's cwd in a new process group, with `--model <provider>/<model>`,
+  `--thinking <level>` (when the request has one), `--tools <list>` (the request's tools, plus
+  `workflow_result` with an output schema; `--no-tools` when that list is empty),
+  `--append-system-prompt <file>` holding the role body, `--name
+  <workflow>:<label>:attempt-<n>` (spec J.3) and `-e <bridge>` (`pi_bridge`). The environment
+  is passed through, with `PI_CODING_AGENT_DIR` set when the backend was given an agent dir.
+- Turns (spec H): the bridge holds every model turn at `turn_start` until `before_turn` passed
+  and at `turn_end` until `after_turn` charged it. Usage is the turn's assistant message usage
+  (pi's `input`, `output`, `cacheRead`, `cacheWrite` and `cost.total`, priced from the model's
+  `cost` table), so the sum is the attempt's delta of the session's cumulative stats. A turn
+  whose message calls tools is not final; with an output schema only the accepting turn is.
+  A failed check kills pi (the session is aborted); a soft-limit steering message is queued
+  with RPC `steer` before the turn is released, so the next model call sees it (after a turn
+  without tool calls pi makes one more model call for it, as the reference did). LLM calls pi
+  makes outside turns (context compaction summaries) are neither gated nor charged: pi
+  reports no usage for them.
+- Output schema (spec J.4): the bridge registers `workflow_result` with the schema as its
+  parameters, and piflow judges each call: `Result acceptance is not enabled yet.` during the
+  task prompt, `Result does not match the required schema.` when `validate_result` fails,
+  else `Result accepted.`, which ends pi's tool batch. Then the submit prompt, then at most one
+  repair prompt, then RESULT_INVALID. Prose is never parsed. Arguments pi's own validator
+  rejects never reach piflow; the model gets pi's validation error instead (as upstream).
+- Progress: thinking deltas are `reasoning`, text deltas `responding`, a tool execution is
+  its tool name. Any other extension dialog is cancelled: nobody is there to answer it.
+- Failures: an assistant message ending in `error` whose message names a rate limit (429,
+  `rate limit`, `too many requests`; quota and billing exhaustion excluded) raises
+  `ProviderRateLimited` at once, without waiting for pi's own retries. Other provider errors
+  are left to pi's auto-retry (its `retry` settings); when pi gives up, the attempt is
+  AGENT_FAILED with pi's error message. pi exiting early is AGENT_FAILED with its stderr.
+- Conversations (spec J.6): a turn forks (`--fork`) the session file of the conversation's
+  last successful turn, so a failed or rate-limited attempt leaves no trace in the next one.
+  A turn with another model, system prompt, tools or cwd is RESUME_INCOMPATIBLE. The heads
+  live in this backend instance, so a turn after a process restart starts a new session.
+- Transcripts: pi's own session file (`get_state` → `sessionFile`, `sessionId`).
+- Ending: after a settled session, stdin is closed so pi shuts down; otherwise (errors,
+  budget stops, cancellation, timeouts) the whole process group is killed at once. Both paths
+  end by killing the group, so nothing the agent started (bash tool jobs) outlives it.
+
+Finding pi: the `command` argument, else `$PIFLOW_PI_COMMAND` (a shell-style command line),
+else `pi` on PATH, else `npx --no-install --package=@earendil-works/pi-coding-agent pi` (a
+local or global install, never a download); none of them → CONFIG_ERROR saying how to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any, Final
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from piflow.engine.backends.base import AttemptControl, AttemptRequest, ProviderRateLimited, Usage
+from piflow.engine.backends.openai import (
+    NOT_ACCEPTING,
+    RESULT_ACCEPTED,
+    RESULT_REJECTED,
+    RESULT_TOOL,
+    RESULT_TOOL_DESCRIPTION,
+)
+from piflow.engine.backends.pi_bridge import DIALOG_PREFIX, write_bridge
+from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
+from piflow.errors import WorkflowError
+
+__all__ = ["PI_PACKAGE", "PiBackend", "PiCommand", "find_pi"]
+
+PI_PACKAGE: Final = "@earendil-works/pi-coding-agent"
+COMMAND_VARIABLE: Final = "PIFLOW_PI_COMMAND"
+INSTALL_HINT: Final = (
+    f"install it with `npm install -g {PI_PACKAGE}` (it needs Node.js 22.19 or newer) "
+    f"or set {COMMAND_VARIABLE} to a command that runs it"
+)
+NPX_FALLBACK: Final = ("npx", "--no-install", f"--package={PI_PACKAGE}", "pi")
+TERMINAL_ERROR: Final = "Native Pi assistant ended with a terminal provider error"
+# One event carries whole messages (`agent_end` all of a run's), so lines can be large.
+MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
+SHUTDOWN_GRACE: Final = 5.0
+STDERR_TAIL: Final = 2000
+_DIALOG_METHODS: Final = frozenset({"select", "confirm", "input", "editor"})
+_FAILED_STOPS: Final = frozenset({"error", "aborted"})
+_RATE_LIMITED: Final = re.compile(r"\b429\b|rate.?limit|too many requests", re.IGNORECASE)
+# pi's own list of provider limits that are not transient: pausing the run would not help.
+_EXHAUSTED: Final = re.compile(
+    r"insufficient_quota|quota exceeded|out of budget|billing|usage limit|available balance", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class PiCommand:
+    """How to start pi; `via_npx` marks the fallback, whose failure to start means "not installed"."""
+
+    argv: tuple[str, ...]
+    via_npx: bool = False
+
+
+def find_pi(environ: Mapping[str, str]) -> PiCommand:
+    """`$PIFLOW_PI_COMMAND`, else `pi` on PATH, else npx's local or global install of pi."""
+    configured = environ.get(COMMAND_VARIABLE, "").strip()
+    if configured:
+        return PiCommand(tuple(shlex.split(configured)))
+    path = environ.get("PATH", os.defpath)
+    found = shutil.which("pi", path=path)
+    if found is not None:
+        return PiCommand((found,))
+    npx = shutil.which("npx", path=path)
+    if npx is not None:
+        return PiCommand((npx, *NPX_FALLBACK[1:]), via_npx=True)
+    missing = f"The pi CLI was not found ({COMMAND_VARIABLE} is unset and neither pi nor npx is on PATH)"
+    raise WorkflowError("CONFIG_ERROR", f"{missing}: {INSTALL_HINT}")
+
+
+@dataclass(frozen=True)
+class _Head:
+    """A conversation after its last successful turn: the session file the next turn forks."""
+
+    session_file: str
+    model: str
+    system: str | None
+    policy: tuple[tuple[str, ...], str]
+
+
+class PiBackend:
+    """Runs each attempt as a pi session in RPC mode (see the module docstring)."""
+
+    name = "pi"
+
+    def __init__(
+        self,
+        *,
+        command: Sequence[str] | None = None,
+        agent_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._environ = dict(os.environ if environ is None else environ)
+        if agent_dir is not None:
+            self._environ["PI_CODING_AGENT_DIR"] = str(agent_dir)
+        self._command = PiCommand(tuple(command)) if command is not None else None
+        self._heads: dict[str, _Head] = {}
+
+    def command(self) -> PiCommand:
+        """The command attempts run; found on first use, so a backend is cheap to create."""
+        if self._command is None:
+            self._command = find_pi(self._environ)
+        return self._command
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        command = self.command()
+        head = self._head(request)
+        with tempfile.TemporaryDirectory(prefix="piflow-pi-") as scratch:
+            argv = [*command.argv, *self._arguments(request, Path(scratch), head)]
+            async with _launch(argv, request.cwd, self._environ, Path(scratch), command.via_npx) as pi:
+                attempt = _Attempt(pi, request, control)
+                value = await attempt.run()
+        if request.conversation:
+            self._heads[request.conversation] = _Head(
+                attempt.session_file, request.model.name, request.system_append, _policy(request)
+            )
+        return value
+
+    def _head(self, request: AttemptRequest) -> _Head | None:
+        """The conversation's previous turn, which must match this one (spec J.6)."""
+        head = self._heads.get(request.conversation) if request.conversation else None
+        if head is None:
+            return None
+        if head.model != request.model.name:
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
+        if head.system != request.system_append:
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation system prompt changed")
+        if head.policy != _policy(request):
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation execution policy changed")
+        if not Path(head.session_file).is_file():
+            message = f"Cannot reopen conversation transcript: {head.session_file} does not exist"
+            raise WorkflowError("RESUME_INCOMPATIBLE", message)
+        return head
+
+    @staticmethod
+    def _arguments(request: AttemptRequest, scratch: Path, head: _Head | None) -> list[str]:
+        args = ["--mode", "rpc", "--model", request.model.name]
+        if request.thinking is not None:
+            args += ["--thinking", request.thinking]
+        tools = [*request.tools, RESULT_TOOL] if request.output_schema is not None else list(request.tools)
+        args += ["--tools", ",".join(tools)] if tools else ["--no-tools"]
+        if request.system_append:
+            # A file, because pi reads `--append-system-prompt` as a path when one exists by that name.
+            role = scratch / "role.md"
+            role.write_text(request.system_append, encoding="utf-8")
+            args += ["--append-system-prompt", str(role)]
+        if head is not None:
+            args += ["--fork", head.session_file]
+        bridge = write_bridge(scratch, RESULT_TOOL, RESULT_TOOL_DESCRIPTION, request.output_schema)
+        args += ["--name", f"{request.workflow_name}:{request.label}:attempt-{request.attempt}", "-e", str(bridge)]
+        return args
+
+
+def _policy(request: AttemptRequest) -> tuple[tuple[str, ...], str]:
+    return tuple(request.tools), request.cwd
+
+
+class _Pi:
+    """A running `pi --mode rpc`: JSON lines in and out, stderr kept in a file for error messages."""
+
+    def __init__(self, process: Process, stderr: Path, via_npx: bool) -> None:
+        self.process = process
+        self.stderr = stderr
+        self.via_npx = via_npx
+        self.answered = False
+        """Whether pi has answered a command (before that, an exit means pi could not start)."""
+        self.settled = False
+        """Whether pi is idle, so closing stdin lets it shut down cleanly."""
+        assert process.stdout is not None
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        # When pi has exited, the next receive() reports why.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self.process.stdin.send((json.dumps(message) + "\n").encode())
+
+    async def receive(self) -> dict[str, Any]:
+        """The next JSON object pi prints (other stdout lines, e.g. from extensions, are skipped)."""
+        while True:
+            try:
+                line = await self._stdout.receive_until(b"\n", MAX_EVENT_BYTES)
+            except (anyio.IncompleteRead, anyio.EndOfStream):
+                raise await self._exited() from None
+            except anyio.DelimiterNotFound:
+                raise WorkflowError("AGENT_FAILED", f"pi sent an event larger than {MAX_EVENT_BYTES} bytes") from None
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                if event.get("type") == "response":
+                    self.answered = True
+                return event
+
+    async def _exited(self) -> WorkflowError:
+        status = await self.process.wait()
+        detail = self.stderr.read_text(encoding="utf-8", errors="replace").strip()[-STDERR_TAIL:]
+        if self.via_npx and not self.answered:
+            return WorkflowError("CONFIG_ERROR", f"Cannot run pi through npx ({detail or status}): {INSTALL_HINT}")
+        return WorkflowError("AGENT_FAILED", detail or f"pi exited with status {status}")
+
+    async def stop(self) -> None:
+        """Let an idle pi shut down, then kill the process group (pi and anything it started)."""
+        if self.settled:
+            assert self.process.stdin is not None
+            await self.process.stdin.aclose()
+            with anyio.move_on_after(SHUTDOWN_GRACE):
+                await self.process.wait()
+        with contextlib.suppress(ProcessLookupError):  # the group is already gone
+            os.killpg(self.process.pid, signal.SIGKILL)
+        await self.process.aclose()
+
+
+@asynccontextmanager
+async def _launch(
+    argv: list[str], cwd: str, environ: Mapping[str, str], scratch: Path, via_npx: bool
+) -> AsyncIterator[_Pi]:
+    if not Path(cwd).is_dir():
+        # Checked here: a missing cwd would otherwise look like a missing pi executable.
+        raise WorkflowError("AGENT_FAILED", f"Agent working directory does not exist: {cwd}")
+    stderr_path = scratch / "stderr.log"
+    with stderr_path.open("wb") as stderr:
+        try:
+            process = await anyio.open_process(
+                argv, stdin=PIPE, stdout=PIPE, stderr=stderr, cwd=cwd, env=dict(environ), start_new_session=True
+            )
+        except OSError as exc:
+            message = f"Cannot run pi ({argv[0]}: {exc.strerror}): {INSTALL_HINT}"
+            raise WorkflowError("CONFIG_ERROR", message) from None
+    pi = _Pi(process, stderr_path, via_npx)
+    try:
+        yield pi
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pi.stop()
+
+
+class _Attempt:
+    """One attempt's conversation with pi: prompts, turn gates, result judging, progress."""
+
+    def __init__(self, pi: _Pi, request: AttemptRequest, control: AttemptControl) -> None:
+        self.pi = pi
+        self.request = request
+        self.control = control
+        self.schema = request.output_schema
+        self.session_file = ""
+        self.message: dict[str, Any] | None = None
+        """The last assistant message of the current prompt."""
+        self.accepting = False
+        self.accepted = False
+        self.value: Any = None
+        self.finished = False
+        """A result was accepted and pi is about to call the model again: stop here instead."""
+        self.activity: str | None = None
+        self._ids = itertools.count(1)
+
+    async def run(self) -> Any:
+        state = await self._call("get_state")
+        self.session_file = str(state["sessionFile"])
+        self.control.transcript(self.session_file, state.get("sessionId"))
+        await self._prompt(self.request.prompt)
+        if self.schema is None:
+            return _text(self.message)
+        self.accepting = True
+        for prompt in (SUBMIT_RESULT, REPAIR_RESULT):
+            await self._prompt(prompt)
+            if self.accepted:
+                return self.value
+        raise WorkflowError("RESULT_INVALID", NO_VALID_RESULT)
+
+    async def _call(self, command: str, **fields: Any) -> Any:
+        """Send one RPC command and handle events until its response."""
+        request_id = f"piflow-{next(self._ids)}"
+        await self.pi.send({"id": request_id, "type": command, **fields})
+        while True:
+            event = await self.pi.receive()
+            if event.get("type") == "response" and event.get("id") == request_id:
+                if not event.get("success"):
+                    raise WorkflowError("AGENT_FAILED", str(event.get("error") or f"pi rejected {command}"))
+                return event.get("data") or {}
+            await self._handle(event)
+
+    async def _prompt(self, text: str) -> None:
+        """Send a user prompt and follow the session until pi settles (or a result ends it)."""
+        self.message = None
+        self.pi.settled = False
+        await self._call("prompt", message=text)
+        while not (self.pi.settled or self.finished):
+            await self._handle(await self.pi.receive())
+
+    async def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "extension_ui_request":
+            await self._dialog(event)
+        elif kind == "message_update":
+            # Only starts and deltas: pi closes all of a message's blocks at its end, in block order.
+            update = (event.get("assistantMessageEvent") or {}).get("type")
+            if update in ("thinking_start", "thinking_delta"):
+                self._activity("reasoning")
+            elif update in ("text_start", "text_delta"):
+                self._activity("responding")
+        elif kind == "tool_execution_start":
+            self._activity(str(event.get("toolName")))
+        elif kind == "message_end" and (event.get("message") or {}).get("role") == "assistant":
+            self.message = event["message"]
+        elif kind == "agent_end":
+            if not event.get("willRetry") and self.message is not None and _failed(self.message):
+                raise WorkflowError("AGENT_FAILED", _error(self.message))
+        elif kind == "agent_settled":
+            self.pi.settled = True
+
+    def _activity(self, text: str) -> None:
+        if text != self.activity:
+            self.activity = text
+            self.control.activity(text)
+
+    async def _dialog(self, event: dict[str, Any]) -> None:
+        method, title = event.get("method"), str(event.get("title") or "")
+        if method not in _DIALOG_METHODS:
+            return  # fire-and-forget UI (status, widgets, notifications)
+        if method != "input" or not title.startswith(DIALOG_PREFIX):
+            await self.pi.send({"type": "extension_ui_response", "id": event["id"], "cancelled": True})
+            return
+        gate = title.removeprefix(DIALOG_PREFIX)
+        reply: dict[str, Any] = {}
+        if gate == "before_turn":
+            if self.accepted:
+                self.finished = True
+                return
+            self.control.before_turn()
+        elif gate == "after_turn":
+            await self._after_turn()
+        elif gate == "result":
+            reply = self._judge(json.loads(event.get("placeholder") or "null"))
+        await self.pi.send({"type": "extension_ui_response", "id": event["id"], "value": json.dumps(reply)})
+
+    async def _after_turn(self) -> None:
+        message = self.message or {}
+        usage = _usage(message)
+        if _failed(message):
+            # Charged as final: nothing builds on a failed turn, and the provider's error must
+            # surface rather than a budget stop.
+            self.control.after_turn(usage, final=True)
+            error = _error(message)
+            if _RATE_LIMITED.search(error) and not _EXHAUSTED.search(error):
+                raise ProviderRateLimited(error)
+            return  # pi may retry; `agent_end` says whether it gave up
+        calls_tools = any(block.get("type") == "toolCall" for block in message.get("content") or [])
+        final = self.accepted if self.schema is not None else not calls_tools
+        steering = self.control.after_turn(usage, final)
+        if steering is not None and not final:
+            await self._call("steer", message=steering)
+
+    def _judge(self, value: Any) -> dict[str, Any]:
+        """piflow's answer to one `workflow_result` call (spec J.4 texts)."""
+        if not self.accepting:
+            return {"accepted": False, "message": NOT_ACCEPTING}
+        if not self.control.validate_result(value):
+            return {"accepted": False, "message": RESULT_REJECTED}
+        if not self.accepted:
+            self.accepted, self.value = True, value
+        return {"accepted": True, "message": RESULT_ACCEPTED}
+
+
+def _usage(message: dict[str, Any]) -> Usage:
+    usage = message.get("usage") or {}
+    cost = usage.get("cost") or {}
+    return Usage(
+        input=int(usage.get("input") or 0),
+        output=int(usage.get("output") or 0),
+        cache_read=int(usage.get("cacheRead") or 0),
+        cache_write=int(usage.get("cacheWrite") or 0),
+        cost_usd=float(cost.get("total") or 0.0),
+    )
+
+
+def _failed(message: dict[str, Any]) -> bool:
+    return message.get("stopReason") in _FAILED_STOPS
+
+
+def _error(message: dict[str, Any]) -> str:
+    return str(message.get("errorMessage") or TERMINAL_ERROR)
+
+
+def _text(message: dict[str, Any] | None) -> str:
+    content = (message or {}).get("content") or []
+    return "".join(str(block.get("text", "")) for block in content if block.get("type") == "text")

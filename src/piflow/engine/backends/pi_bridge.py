@@ -1,0 +1,73 @@
+"""The pi extension the `pi` backend loads into every attempt's session (`pi -e <file>`).
+
+pi's RPC mode streams events after the fact, so on its own it cannot hold a model turn back
+for a budget check or let piflow judge a `workflow_result`. The bridge closes that gap through
+pi's documented extension UI sub-protocol: each hook below opens an `input` dialog titled
+`piflow:<kind>` whose `placeholder` carries a JSON payload, and pi waits until piflow answers
+with an `extension_ui_response` whose `value` is JSON.
+
+- `piflow:before_turn` — on `turn_start`, before the model is called. piflow runs the budget's
+  before-turn check; when it fails piflow kills pi, so no request is sent.
+- `piflow:after_turn` — on `turn_end`, after the turn's tools ran. piflow charges the turn's
+  usage, judges finality and may queue the soft-limit steering message (an RPC `steer`) before
+  answering, so it reaches the model before the next turn.
+- `piflow:result` — the `workflow_result` tool (only with an output schema; its parameters are
+  the schema). The payload is the arguments pi validated; piflow answers `{accepted, message}`.
+  A rejection is thrown, so pi marks the tool result as an error; an acceptance ends the
+  tool batch (`terminate`), so pi does not call the model again.
+
+The source is kept here rather than in a `.js` file so it ships inside the Python package with
+no package-data rule; it is written beside each attempt's other scratch files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+DIALOG_PREFIX: Final = "piflow:"
+FILE_NAME: Final = "piflow-bridge.js"
+
+_SOURCE: Final = """\
+// Written by piflow for one attempt: gates model turns and takes workflow_result for the host.
+const CONFIG = __CONFIG__;
+
+async function ask(ctx, kind, payload) {
+  const answer = await ctx.ui.input(CONFIG.prefix + kind, JSON.stringify(payload === undefined ? null : payload));
+  return answer === undefined ? {} : JSON.parse(answer);
+}
+
+export default function piflowBridge(pi) {
+  pi.on("turn_start", async (_event, ctx) => {
+    await ask(ctx, "before_turn");
+  });
+  pi.on("turn_end", async (_event, ctx) => {
+    await ask(ctx, "after_turn");
+  });
+  if (CONFIG.result !== null) {
+    pi.registerTool({
+      name: CONFIG.result.name,
+      label: "Workflow result",
+      description: CONFIG.result.description,
+      parameters: CONFIG.result.schema,
+      async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+        const verdict = await ask(ctx, "result", params);
+        if (!verdict.accepted) throw new Error(verdict.message);
+        return { content: [{ type: "text", text: verdict.message }], details: {}, terminate: true };
+      },
+    });
+  }
+}
+"""
+
+
+def write_bridge(
+    directory: Path, result_tool: str, description: str, schema: dict[str, Any] | None
+) -> Path:
+    """Write the bridge for one attempt; `schema` None means no `workflow_result` tool."""
+    result = None if schema is None else {"name": result_tool, "description": description, "schema": schema}
+    config = json.dumps({"prefix": DIALOG_PREFIX, "result": result})
+    path = directory / FILE_NAME
+    path.write_text(_SOURCE.replace("__CONFIG__", config, 1), encoding="utf-8")
+    return path

@@ -1,0 +1,210 @@
+"""The worker program (`python -m piflow.engine.worker`): runs one script body, asking the host over stdio.
+
+Three threads: the main thread evaluates JavaScript; a reader turns stdin lines into a queue; a
+heartbeat thread writes `{"t":"hb"}` every second. dukpy keeps the GIL while JavaScript runs, so
+a script stuck in `while(true){}` stops the heartbeats and the host kills the worker, as the
+reference's blocked event loop does. The worker never touches the store, the network or files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import resource
+import signal
+import sys
+import threading
+import time
+from typing import Any, BinaryIO, Final
+
+from piflow.engine.worker.protocol import (
+    CALL_PREFIX,
+    DEFAULT_HEAP_LIMIT,
+    DEFAULT_MEMORY_LIMIT,
+    DONE_PREFIX,
+    HEARTBEAT_INTERVAL,
+    HEARTBEAT_LINE,
+    NOT_JSON,
+    OVERSIZED,
+    RPC_LIMIT_BYTES,
+    encode,
+    error_json,
+)
+from piflow.engine.worker.runtime import ScriptRuntime
+from piflow.errors import WorkflowError
+
+_END: Final = b""
+
+
+class _Channel:
+    """stdin lines in, protocol lines out; writes from the main and heartbeat threads never interleave.
+
+    Output goes straight to the file descriptor with `os.write` until every byte is out: a buffered
+    writer interrupted by the parent-watch timer signal in the middle of a large write was seen
+    letting a heartbeat land inside a call line.
+    """
+
+    def __init__(self, stdin: BinaryIO, output: int) -> None:
+        self._stdin = stdin
+        self._output = output
+        self._lock = threading.Lock()
+        self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        with self._lock:
+            while view:
+                view = view[os.write(self._output, view) :]
+
+    def read_forever(self) -> None:
+        """Queue each line; an oversized line or the end of input ends the stream (`_END`)."""
+        first = True
+        while True:
+            # The start message carries the body, args and variables: only later messages are capped.
+            line = self._stdin.readline() if first else self._stdin.readline(RPC_LIMIT_BYTES + 1)
+            first = False
+            if len(line) > RPC_LIMIT_BYTES and not line.endswith(b"\n"):
+                self._lines.put(b"\x00")
+                return
+            self._lines.put(line)
+            if not line:
+                return
+
+    def receive(self) -> dict[str, Any]:
+        return _parse(self._lines.get())
+
+    def receive_available(self) -> list[dict[str, Any]]:
+        """Every message already queued, without waiting."""
+        messages: list[dict[str, Any]] = []
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                return messages
+            messages.append(_parse(line))
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    if line == _END:
+        raise _HostGone
+    if line == b"\x00":
+        raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
+    if not isinstance(message, dict):
+        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    return message
+
+
+class _Heartbeat:
+    """Beats every second while the worker is idle, or evaluating with progress.
+
+    The GIL alone does not stop this thread during an evaluation: the parent-watch signal handler
+    runs Python code now and then, which lets it run. So it asks the runtime whether JavaScript is
+    running and, if so, whether it made progress since the last beat.
+    """
+
+    def __init__(self, channel: _Channel) -> None:
+        self._channel = channel
+        self.runtime: ScriptRuntime | None = None
+
+    def beat_forever(self) -> None:
+        seen: int | None = None
+        while True:
+            runtime = self.runtime
+            marker = runtime.progress if runtime is not None and runtime.evaluating else None
+            if marker is None or marker != seen:
+                self._channel.write(HEARTBEAT_LINE)
+            seen = marker
+            time.sleep(HEARTBEAT_INTERVAL)
+
+
+class _HostGone(Exception):
+    """stdin closed: nobody is left to answer."""
+
+
+def _settle_results(messages: list[dict[str, Any]]) -> list[Any]:
+    results: list[Any] = []
+    for message in messages:
+        if message.get("t") != "settle" or not isinstance(message.get("results"), list):
+            raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+        results.extend(message["results"])
+    return results
+
+
+def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
+    """Execute the script up to and including its `done` message."""
+    start = channel.receive()
+    if start.get("t") != "start" or not isinstance(start.get("body"), str):
+        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    runtime = ScriptRuntime(heap_limit)
+    heartbeat.runtime = runtime
+    runtime.compile(start["body"])
+    lines = runtime.launch(start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}))
+    outstanding: set[int] = set()
+    while True:
+        finished = False
+        for line in lines:
+            if line.startswith(CALL_PREFIX):
+                outstanding.add(int(line[len(CALL_PREFIX) : line.index(",", len(CALL_PREFIX))]))
+            elif line.startswith(DONE_PREFIX):
+                finished = True
+        if lines:
+            channel.write(("\n".join(lines) + "\n").encode("utf-8"))
+        if finished:
+            return
+        if not outstanding:
+            # No host call is pending and nothing else can wake the script: it waits forever.
+            raise WorkflowError("INTERNAL_ERROR", "Workflow script is waiting for a promise that can never settle")
+        results = _settle_results([channel.receive(), *channel.receive_available()])
+        for result in results:
+            if isinstance(result, dict) and isinstance(result.get("id"), int):
+                outstanding.discard(result["id"])
+        lines = runtime.settle(results)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Quit within a second of losing the host, even inside `while(true){}`.
+
+    dukpy checks Python signals while JavaScript runs, so a timer signal handler still gets to run.
+    """
+
+    def check(_signal: int, _frame: object) -> None:
+        if os.getppid() != parent:
+            os._exit(0)
+
+    signal.signal(signal.SIGALRM, check)
+    signal.setitimer(signal.ITIMER_REAL, HEARTBEAT_INTERVAL, HEARTBEAT_INTERVAL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m piflow.engine.worker")
+    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT, help="address space bytes, 0: none")
+    parser.add_argument("--heap-limit", type=int, default=DEFAULT_HEAP_LIMIT, help="JavaScript heap bytes")
+    options = parser.parse_args(argv)
+    if options.memory_limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
+    _exit_with_parent(os.getppid())
+    # The protocol owns the original stdout; anything else printed (by Python or C code) goes to stderr.
+    output = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    channel = _Channel(sys.stdin.buffer, output)
+    heartbeat = _Heartbeat(channel)
+    threading.Thread(target=heartbeat.beat_forever, name="heartbeat", daemon=True).start()
+    threading.Thread(target=channel.read_forever, name="stdin", daemon=True).start()
+    try:
+        _run(channel, heartbeat, options.heap_limit)
+    except WorkflowError as exc:
+        channel.write(encode({"t": "done", "ok": False, "error": error_json(exc)}))
+    except _HostGone:
+        pass
+    # Skip interpreter teardown: the daemon threads and a large QuickJS heap have nothing to flush.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

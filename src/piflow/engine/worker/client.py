@@ -1,0 +1,278 @@
+"""The host's end of a worker: spawn it, receive its primitive calls, settle them, collect the result.
+
+Messages the worker sends (one JSON object per line, ids increasing in script call order):
+
+* `{"t":"hb"}` every second;
+* `{"t":"call","id":N,"op":"agent","prompt":P,"options":O,"identity":{"callSite":"s:e","path":[...],
+  "occurrence":n,"worktreeOwner":str|null}}`;
+* `{"t":"call","id":N,"op":"turn","prompt":P,"options":O,"conversation":{"name":trimmed,"callSite":"s:e",
+  "path":[...],"occurrence":n,"worktreeOwner":str|null},"turn":t}`;
+* `{"t":"call","id":N,"op":"checkpoint","value":V,"label":"name"|"name#2"|null}` (null: the host
+  rejects the value, spec A.9);
+* `{"t":"call","id":N,"op":"phase","name":V}`, `{"t":"call","id":N,"op":"log","message":V}`;
+* `{"t":"call","id":N,"op":"function","name":F,"input":V,"identity":{"path":[...],"occurrence":n,
+  "worktreeOwner":str|null}}`;
+* `{"t":"done","ok":true,"value":V}` or `{"t":"done","ok":false,"error":{code,message,failedAt?,authored}}`.
+
+Values a script passes go through `JSON.stringify` (functions and `undefined` members vanish, an
+`undefined` argument becomes null); the host validates them. A call is settled with
+`{"id":N,"ok":true,"value":V}` or `{"id":N,"ok":false,"error":{code,message,failedAt?}}`; agent
+outcome codes (AGENT_TIMEOUT, AGENT_FAILED, RESULT_INVALID) fail only the script's promise, any
+other code also fails the run if the script leaves the call unawaited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any, Final
+
+import anyio
+from anyio.abc import Process
+
+from piflow.engine.worker.protocol import (
+    DEFAULT_HEAP_LIMIT,
+    DEFAULT_MEMORY_LIMIT,
+    HEARTBEAT_TIMEOUT,
+    NOT_JSON,
+    OVERSIZED,
+    RPC_LIMIT_BYTES,
+    encode,
+    error_from_json,
+    error_json,
+)
+from piflow.errors import WorkflowError
+
+_SETTLE_HEAD: Final = b'{"t":"settle","results":['
+_SETTLE_TAIL: Final = b"]}"
+_ITEMS_ROOM: Final = RPC_LIMIT_BYTES - len(_SETTLE_HEAD) - len(_SETTLE_TAIL)
+_PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[3])
+UNRESPONSIVE: Final = "Workflow worker missed its five-second heartbeat"
+
+Answer = Callable[[dict[str, Any]], Any]
+"""Computes a call's value; raises `WorkflowError` to fail it."""
+
+
+class WorkerProcess:
+    """One script execution in a child process.
+
+    Usage: `start(...)`, then iterate `calls()` to its end while answering with `settle(...)` (from any
+    task), then `wait_done()`; `kill()` cancels at any point and is safe to call again afterwards.
+    The reading happens inside `calls()`, so the heartbeat watch runs while it is being iterated.
+    """
+
+    def __init__(
+        self,
+        *,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        heap_limit: int = DEFAULT_HEAP_LIMIT,
+        python: str = sys.executable,
+    ) -> None:
+        self._heartbeat_timeout = heartbeat_timeout
+        self._memory_limit = memory_limit
+        self._heap_limit = heap_limit
+        self._python = python
+        self._process: Process | None = None
+        self._write_lock = anyio.Lock()
+        self._outcome: tuple[Any, WorkflowError | None] | None = None
+        self._finished = anyio.Event()
+
+    async def start(
+        self,
+        *,
+        body: str,
+        args: Any = None,
+        functions: Sequence[str] = (),
+        variables: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Spawn the worker and hand it the script; args must be JSON of at most 10 MiB (spec A.1)."""
+        if self._process is not None:
+            raise RuntimeError("WorkerProcess.start() called twice")
+        start = {"t": "start", "body": body, "args": args, "functions": list(functions)}
+        start["variables"] = dict(variables or {})
+        try:
+            encoded_args = encode(args)
+            encoded_start = encode(start)
+        except (TypeError, ValueError):
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
+        if len(encoded_args) - 1 > RPC_LIMIT_BYTES:
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, environment.get("PYTHONPATH")]))
+        self._process = await anyio.open_process(
+            [
+                *(self._python, "-m", "piflow.engine.worker"),
+                *("--memory-limit", str(self._memory_limit), "--heap-limit", str(self._heap_limit)),
+            ],
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=None,
+            env=environment,
+            start_new_session=True,
+        )
+        await self._send(encoded_start)
+
+    async def calls(self) -> AsyncIterator[dict[str, Any]]:
+        """Every call message, in order, until the worker finishes (successfully or not)."""
+        async for batch in self._batches():
+            for call in batch:
+                yield call
+
+    async def settle(self, results: Iterable[Mapping[str, Any]]) -> None:
+        """Answer calls; results are delivered in the given order, in as few messages as fit 10 MiB."""
+        lines: list[bytes] = []
+        items: list[bytes] = []
+        size = 0
+        for result in results:
+            item = _encode_result(result)
+            if items and size + 1 + len(item) > _ITEMS_ROOM:
+                lines.append(_settle_line(items))
+                items, size = [], 0
+            size += len(item) + (1 if items else 0)
+            items.append(item)
+        if items:
+            lines.append(_settle_line(items))
+        if lines:
+            await self._send(b"".join(lines))
+
+    async def serve(self, answer: Answer) -> Any:
+        """Answer every call with `answer` (each batch the worker sends is settled at once); return the result."""
+        try:
+            async for batch in self._batches():
+                results: list[dict[str, Any]] = []
+                for call in batch:
+                    try:
+                        results.append({"id": call["id"], "ok": True, "value": answer(call)})
+                    except WorkflowError as exc:
+                        results.append({"id": call["id"], "ok": False, "error": error_json(exc)})
+                await self.settle(results)
+            return await self.wait_done()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.kill()
+
+    async def wait_done(self) -> Any:
+        """The script's result; raises the run's `WorkflowError` when it failed."""
+        await self._finished.wait()
+        assert self._outcome is not None
+        value, error = self._outcome
+        if error is not None:
+            raise error
+        return value
+
+    async def kill(self) -> None:
+        """Stop the worker now; if it had not finished, the run fails with CANCELLED."""
+        self._finish(None, WorkflowError("CANCELLED", "Workflow cancelled"))
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            process.kill()
+        await process.aclose()
+
+    # -- internals ----------------------------------------------------------------------------
+    def _finish(self, value: Any, error: WorkflowError | None) -> None:
+        """Record the first outcome; later ones (a kill after `done`, EOF after a failure) are ignored."""
+        if self._outcome is None:
+            self._outcome = (value, error)
+            self._finished.set()
+
+    async def _fail(self, error: WorkflowError) -> None:
+        self._finish(None, error)
+        await self.kill()
+
+    async def _send(self, data: bytes) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise RuntimeError("WorkerProcess.start() has not been called")
+        # A worker that is gone cannot be answered; reading its output tells why it went.
+        async with self._write_lock:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.send(data)
+
+    async def _batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Calls grouped as they arrive; also watches heartbeats, limits, `done` and the exit code."""
+        process = self._process
+        if process is None or process.stdout is None:
+            raise RuntimeError("WorkerProcess.start() has not been called")
+        pending = bytearray()
+        while self._outcome is None:
+            chunk = b""
+            with anyio.move_on_after(self._heartbeat_timeout):
+                try:
+                    chunk = await process.stdout.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self._exited(process)
+                    return
+            if not chunk:
+                await self._fail(WorkflowError("WORKER_UNRESPONSIVE", UNRESPONSIVE))
+                return
+            pending += chunk
+            batch: list[dict[str, Any]] = []
+            start = 0
+            while (end := pending.find(b"\n", start)) >= 0:
+                message = self._message(pending[start:end])
+                start = end + 1
+                if message is not None:
+                    batch.append(message)
+            del pending[:start]
+            if len(pending) > RPC_LIMIT_BYTES:
+                self._finish(None, WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED))
+            if self._outcome is not None:
+                # Finished, or failed: calls sent alongside a failure start no new work.
+                await self.kill()
+                return
+            if batch:
+                yield batch
+
+    def _message(self, line: bytes | bytearray) -> dict[str, Any] | None:
+        """A call to hand out, or None (heartbeat, `done`, or a fault that ends the run)."""
+        if self._outcome is not None:
+            return None
+        if len(line) > RPC_LIMIT_BYTES:
+            self._finish(None, WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED))
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self._finish(None, WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message"))
+            return None
+        kind = message.get("t") if isinstance(message, dict) else None
+        if kind == "call" and isinstance(message.get("id"), int) and isinstance(message.get("op"), str):
+            return dict(message)
+        if kind == "done":
+            if message.get("ok") is True:
+                self._finish(message.get("value"), None)
+            else:
+                self._finish(None, error_from_json(message.get("error")))
+        elif kind != "hb":
+            self._finish(None, WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message"))
+        return None
+
+    async def _exited(self, process: Process) -> None:
+        code = await process.wait()
+        self._finish(None, WorkflowError("INTERNAL_ERROR", f"Workflow child exited with code {code}"))
+        await self.kill()
+
+
+def _settle_line(items: list[bytes]) -> bytes:
+    return _SETTLE_HEAD + b",".join(items) + _SETTLE_TAIL + b"\n"
+
+
+def _encode_result(result: Mapping[str, Any]) -> bytes:
+    """One settled call as JSON; a value that is not JSON or too large fails that call instead (spec A.1)."""
+    try:
+        item = encode(dict(result))[:-1]
+    except (TypeError, ValueError):
+        return _rejection(result["id"], NOT_JSON)
+    return _rejection(result["id"], OVERSIZED) if len(item) > _ITEMS_ROOM else item
+
+
+def _rejection(call_id: Any, message: str) -> bytes:
+    return encode({"id": call_id, "ok": False, "error": {"code": "RPC_LIMIT_EXCEEDED", "message": message}})[:-1]

@@ -1,0 +1,190 @@
+"""Source instrumentation of a script body before the worker compiles it (spec A.3).
+
+Two rewrites, both found with tree-sitter and applied as text edits on the UTF-8 body:
+
+* identity: every direct call `agent(...)`, `conversation(...)`, `withWorktree(...)` (identifier
+  callee, possibly parenthesised; member calls and tagged templates are not calls) calls the
+  internal function instead, with a trailing call-site argument `"<start>:<end>"` in UTF-16 offsets
+  of the body, exactly as the reference's acorn-based rewrite does;
+* async context: QuickJS has no AsyncLocalStorage, so the structural path and worktree owner live in
+  one "current context" variable of the runtime. Synchronous code inherits it naturally; the only
+  places where script code resumes later are `await` (and `for await`), which the rewrite makes
+  re-establish the context captured just before suspending, and promise callbacks, which the
+  runtime's `Promise.prototype.then` binds. A rejected `await` skips the restoring call, so every
+  `try` statement captures the context on entry and re-establishes it at the top of its `catch`
+  and `finally` blocks.
+
+Call-site offsets refer to the original body, so the added text never shifts identities.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import tree_sitter_javascript
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from piflow.analysis.positions import TextIndex
+from piflow.errors import WorkflowError
+
+INTERNAL_NAMES: Final[dict[str, str]] = {
+    "agent": "__pi_extensible_workflows_agent",
+    "conversation": "__pi_extensible_workflows_conversation",
+    "withWorktree": "__pi_extensible_workflows_withWorktree",
+}
+"""Instrumented primitives and the internal parameter each direct call is rewritten to."""
+
+CONTEXT_NAME: Final = "__pi_extensible_workflows_context"
+"""Parameter of the compiled body: returns the current async context."""
+RESUME_NAME: Final = "__pi_extensible_workflows_resume"
+"""Parameter of the compiled body: `(context, value)` re-establishes `context` and returns `value`."""
+PARAMETERS: Final = (*INTERNAL_NAMES.values(), CONTEXT_NAME, RESUME_NAME)
+
+_TRY_CONTEXT: Final = "__pi_extensible_workflows_try"
+_LOOP_CONTEXT: Final = "__pi_extensible_workflows_loop"
+_RESERVED_WORDS: Final = {
+    "__pi_extensible_workflows_agent": "agent",
+    "__pi_extensible_workflows_conversation": "conversation",
+    "__pi_extensible_workflows_withWorktree": "withWorktree",
+}
+_LANGUAGE: Final = Language(tree_sitter_javascript.language())
+_REWRITES: Final = Query(
+    _LANGUAGE,
+    """
+    (call_expression function: (identifier) @callee arguments: (arguments) @arguments
+      (#any-of? @callee "agent" "conversation" "withWorktree")) @call
+    (call_expression function: (parenthesized_expression) @callee arguments: (arguments) @arguments) @call
+    (await_expression) @await
+    (try_statement) @try
+    (for_in_statement "await") @for_await
+    """,
+)
+_RESERVED: Final = Query(
+    _LANGUAGE,
+    """
+    ([(identifier) (property_identifier) (shorthand_property_identifier)
+      (shorthand_property_identifier_pattern) (statement_identifier)] @name
+     (#any-of? @name "__pi_extensible_workflows_agent" "__pi_extensible_workflows_conversation"
+                     "__pi_extensible_workflows_withWorktree"))
+    """,
+)
+
+_OWN, _AROUND = 0, 1
+"""Who places a wrapper: the node itself, or its parent around it (which must enclose the node's own)."""
+
+Edit = tuple[int, int, int, int, int, str]
+"""`(position, phase, order, tie, end, text)`: `text` replaces the body bytes `[position, end)`.
+
+Sorting puts, at one position, closing text (phase 0) before opening text (phase 1); closings of
+inner spans first (`order` = -start of the wrapped span), openings of outer spans first (`order` =
+-end). Equal spans break ties by who placed the wrapper.
+"""
+
+
+def _opening(position: int, span_end: int, text: str, placed_by: int = _OWN) -> Edit:
+    return (position, 1, -span_end, 1 - placed_by, position, text)
+
+
+def _closing(position: int, span_start: int, text: str, placed_by: int = _OWN) -> Edit:
+    return (position, 0, -span_start, placed_by, position, text)
+
+
+def instrument(body: str) -> str:
+    """Return the body rewritten for the worker; raise for a broken parse or reserved identifiers.
+
+    The result is the text of an async arrow function taking `PARAMETERS`, ready to be compiled.
+    """
+    data = body.encode("utf-8", "surrogatepass")
+    root = Parser(_LANGUAGE).parse(data).root_node
+    if root.has_error:
+        raise _syntax_error(root, TextIndex(body, data))
+    if b"__pi_extensible_workflows_" in data:
+        _reject_reserved_identifiers(root, data)
+    edits = _edits(root, data, TextIndex(body, data))
+    out: list[bytes] = []
+    cursor = 0
+    for position, _phase, _order, _tie, end, text in sorted(edits):
+        out.append(data[cursor:position])
+        out.append(text.encode())
+        cursor = max(cursor, end)
+    out.append(data[cursor:])
+    source = b"".join(out).decode("utf-8", "surrogatepass")
+    return "async (" + ", ".join(PARAMETERS) + ") => {" + source + "\n}"
+
+
+def _reject_reserved_identifiers(root: Node, data: bytes) -> None:
+    """Spec A.2: the internal names may not appear anywhere (checked agent, conversation, withWorktree)."""
+    found = {_text(node, data) for node in QueryCursor(_RESERVED).captures(root).get("name", [])}
+    for name, noun in _RESERVED_WORDS.items():
+        if name in found:
+            raise WorkflowError("INVALID_METADATA", f"{name} is reserved for workflow {noun} instrumentation")
+
+
+def _syntax_error(root: Node, index: TextIndex) -> WorkflowError:
+    """INVALID_SYNTAX at the first node tree-sitter could not parse (acorn-style `(line:column)`)."""
+    node = root
+    while not (node.is_error or node.is_missing):
+        node = next(child for child in node.children if child.has_error or child.is_missing)
+    line, column = index.js_line_column(node.start_byte)
+    return WorkflowError("INVALID_SYNTAX", f"Invalid workflow syntax: Unexpected token ({line}:{column})")
+
+
+def _text(node: Node, data: bytes) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+
+def _edits(root: Node, data: bytes, index: TextIndex) -> list[Edit]:
+    edits: list[Edit] = []
+    for _pattern, captures in QueryCursor(_REWRITES).matches(root):
+        if "call" in captures:
+            _call(captures["call"][0], captures["callee"][0], captures["arguments"][0], data, index, edits)
+        elif "await" in captures:
+            node = captures["await"][0]
+            edits.append(_opening(node.start_byte, node.end_byte, f"{RESUME_NAME}({CONTEXT_NAME}(), "))
+            edits.append(_closing(node.end_byte, node.start_byte, ")"))
+        elif "try" in captures:
+            _try(captures["try"][0], edits)
+        else:
+            _for_await(captures["for_await"][0], edits)
+    return edits
+
+
+def _call(call: Node, callee: Node, arguments: Node, data: bytes, index: TextIndex, edits: list[Edit]) -> None:
+    while callee.type == "parenthesized_expression" and callee.named_child_count == 1:
+        callee = callee.named_children[0]
+    internal = INTERNAL_NAMES.get(_text(callee, data)) if callee.type == "identifier" else None
+    if internal is None:
+        return
+    tokens = [child for child in arguments.children if child.type != "comment"]
+    separator = ", " if len(tokens) > 2 and tokens[-2].type != "," else ""
+    call_site = f"{index.byte_to_utf16(call.start_byte)}:{index.byte_to_utf16(call.end_byte)}"
+    edits.append((callee.start_byte, 1, 0, 2, callee.end_byte, internal))
+    edits.append(_closing(tokens[-1].start_byte, call.start_byte, f'{separator}"{call_site}"'))
+
+
+def _try(node: Node, edits: list[Edit]) -> None:
+    edits.append(_opening(node.start_byte, node.end_byte, f"{{const {_TRY_CONTEXT} = {CONTEXT_NAME}(); "))
+    edits.append(_closing(node.end_byte, node.start_byte, "}"))
+    for field in ("handler", "finalizer"):
+        clause = node.child_by_field_name(field)
+        block = clause.child_by_field_name("body") if clause is not None else None
+        if block is not None:
+            restore = f"{RESUME_NAME}({_TRY_CONTEXT}); "
+            edits.append(_opening(block.start_byte + 1, block.end_byte - 1, restore, _AROUND))
+
+
+def _for_await(node: Node, edits: list[Edit]) -> None:
+    outer = node
+    while outer.parent is not None and outer.parent.type == "labeled_statement":
+        outer = outer.parent
+    restore = f"{RESUME_NAME}({_LOOP_CONTEXT}); "
+    edits.append(_opening(outer.start_byte, outer.end_byte, f"{{const {_LOOP_CONTEXT} = {CONTEXT_NAME}(); "))
+    edits.append(_closing(outer.end_byte, outer.start_byte, f" {restore}}}"))
+    body = node.child_by_field_name("body")
+    if body is None:
+        return
+    if body.type == "statement_block":
+        edits.append(_opening(body.start_byte + 1, body.end_byte - 1, restore, _AROUND))
+    else:
+        edits.append(_opening(body.start_byte, body.end_byte, "{" + restore, _AROUND))
+        edits.append(_closing(body.end_byte, body.start_byte, "}", _AROUND))

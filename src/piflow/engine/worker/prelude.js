@@ -1,0 +1,632 @@
+// The workflow script runtime inside the worker (spec A): globals, primitives, async context and
+// the host-call queue. Evaluated once per worker, before the script, as a plain QuickJS script.
+//
+// Contract with runtime.py (the only caller):
+// - dukpy installs `call_python` (and a `dukpy` data global) before every evaluation. This file
+//   keeps the first `call_python` in a closure and turns both globals into inert accessors, so the
+//   script never reaches them, even through setters it might define.
+// - Every later evaluation calls `__pi_extensible_workflows_worker(...)`. The function first pulls
+//   the request of that evaluation from Python (`call_python("inbox")`); a call the script makes
+//   itself finds no request and does nothing. `call_python("tick")` reports progress (heartbeats).
+// - Requests: `compile` (the argument is the instrumented body function), `launch` ({args,
+//   functions, variables}), `settle` ({results}) and `flush`. Each returns the outbox: an array of
+//   JSON lines that keeps filling while QuickJS drains the job queue after the call returns, so
+//   every host call made by the script during that evaluation reaches Python in call order.
+(function (global) {
+  "use strict";
+
+  const hostCall = global.call_python;
+  const LIMIT = 10 * 1024 * 1024;
+  const OUTCOME_CODES = ["AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"];
+  const REMOVED_GLOBALS = [
+    "Date", "eval", "Function", "WebAssembly", "process", "require", "module", "exports", "console", "fetch",
+    "XMLHttpRequest", "WebSocket", "performance", "crypto", "setTimeout", "setInterval", "setImmediate",
+    "queueMicrotask", "Intl", "SharedArrayBuffer", "Atomics",
+  ];
+
+  // Intrinsics the protocol depends on, captured before the script can replace them.
+  const apply = Reflect.apply;
+  const ownKeys = Reflect.ownKeys;
+  const { create, defineProperty, freeze, isFrozen, getPrototypeOf, setPrototypeOf, getOwnPropertyDescriptor,
+    getOwnPropertyNames, keys: objectKeys, entries: objectEntries, fromEntries } = Object;
+  const ObjectPrototype = Object.prototype;
+  const hasOwn = Object.hasOwn;
+  const isArray = Array.isArray;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const NativePromise = Promise;
+  const promiseThen = Promise.prototype.then;
+  const promiseReject = Promise.reject;
+  const promiseResolve = Promise.resolve;
+  const NativeError = Error;
+  const NativeEvalError = EvalError;
+  const toPrimitive = Symbol.toPrimitive;
+  const encodeName = encodeURIComponent;
+  const isFiniteNumber = Number.isFinite;
+
+  const after = (promise, onFulfilled, onRejected) => apply(promiseThen, promise, [onFulfilled, onRejected]);
+
+  // ---------------------------------------------------------------------------------- errors ---
+  const workError = (code, message) => {
+    const error = new NativeError(message);
+    error.code = code;
+    return error;
+  };
+  const hasMessage = (error) => Boolean(error) && typeof error === "object" && typeof error.message === "string";
+  const codeOf = (error) => (error && typeof error === "object" && typeof error.code === "string" ? error.code : undefined);
+  const textOf = (error) => {
+    if (hasMessage(error)) return error.message;
+    try {
+      return String(error);
+    } catch {
+      return apply(ObjectPrototype.toString, error, []);
+    }
+  };
+  // The wire shape of a failure (A.13): a thrown Error without a code is the author's own message.
+  const describe = (error) => {
+    const code = codeOf(error);
+    const shape = { code: code || "INTERNAL_ERROR", message: textOf(error) };
+    if (error && typeof error === "object" && typeof error.failedAt === "string") shape.failedAt = error.failedAt;
+    shape.authored = Boolean(error && typeof error === "object" && error.authored === true) || (hasMessage(error) && !code);
+    return shape;
+  };
+  const rebuild = (shape) => {
+    const error = workError(typeof shape.code === "string" ? shape.code : "INTERNAL_ERROR", String(shape.message));
+    if (typeof shape.failedAt === "string") error.failedAt = shape.failedAt;
+    if (shape.authored === true) error.authored = true;
+    return error;
+  };
+
+  // ------------------------------------------------------------------------------ JSON text ---
+  const json = (value) => {
+    const text = stringify(value);
+    return text === undefined ? "null" : text;
+  };
+  const utf8Length = (text) => {
+    let bytes = 0;
+    for (let index = 0; index < text.length; index += 1) {
+      const unit = text.charCodeAt(index);
+      if (unit < 0x80) bytes += 1;
+      else if (unit < 0x800) bytes += 2;
+      else if (unit >= 0xd800 && unit < 0xdc00 && index + 1 < text.length) {
+        bytes += 4;
+        index += 1;
+      } else bytes += 3;
+    }
+    return bytes;
+  };
+  const exceedsLimit = (text) => text.length * 3 > LIMIT && (text.length > LIMIT || utf8Length(text) > LIMIT);
+  const encodePath = (names) => {
+    let path = "";
+    for (let index = 0; index < names.length; index += 1) path += (index ? "/" : "") + encodeName(names[index]);
+    return path;
+  };
+
+  // ------------------------------------------------------------------------- async context ---
+  // The structural path (parallel/pipeline) and worktree owner that follow the script's async flow.
+  // `current` is correct whenever script code runs: synchronous calls inherit it, `within` swaps it
+  // around task callbacks, instrumented awaits restore it on resumption, and promise callbacks run
+  // in the context they were registered in.
+  const contextOf = (path, owner) => ({ path, owner, pathText: stringify(path), ownerText: stringify(owner) });
+  const ROOT = contextOf([], null);
+  let current = ROOT;
+  const within = (context, callback, args) => {
+    const outer = current;
+    current = context;
+    try {
+      return apply(callback, undefined, args);
+    } finally {
+      current = outer;
+    }
+  };
+  const branch = (context, names) => contextOf(context.path.concat(names), context.owner);
+  const currentContext = () => current;
+  const resume = (context, value) => {
+    current = context;
+    return value;
+  };
+  const bound = (context, callback) =>
+    typeof callback === "function" ? function (value) { return within(context, callback, [value]); } : callback;
+  defineProperty(NativePromise.prototype, "then", {
+    value: function then(onFulfilled, onRejected) {
+      const context = current;
+      return apply(promiseThen, this, [bound(context, onFulfilled), bound(context, onRejected)]);
+    },
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
+
+  // ----------------------------------------------------------------------------- host calls ---
+  // One promise per call, resolved or rejected by `settle`. Agent outcomes (timeout, failure,
+  // invalid result) fail only that promise; any other error also fails the run when the body has
+  // already returned and waits for the call (A.1: an unawaited failing `phase(5)` fails the run).
+  let outbox = [];
+  let lastId = 0;
+  let finished = false;
+  // Maps, not objects: QuickJS copies an object's shape on every new key, quadratic for 10k calls.
+  const resolvers = new Map();
+  const rejecters = new Map();
+  let awaited = null; // {ids, resolve, reject} once the body has settled
+  const emit = (line) => {
+    outbox[outbox.length] = line;
+  };
+  // Tells Python the script is making progress, so a long synchronous turn that keeps calling the
+  // host (a 100k-task fan-out) still heartbeats, while `while(true){}` does not.
+  let work = 0;
+  const progressed = () => {
+    work += 1;
+    if (work === 1024) {
+      work = 0;
+      hostCall("tick");
+    }
+  };
+  // Sends one call; `fields` is the JSON text of the message after its op. Throws synchronously
+  // when the message would cross the 10 MiB boundary, as the reference's `send` does.
+  const call = (op, fields) => {
+    const id = lastId + 1;
+    const line = '{"t":"call","id":' + id + ',"op":"' + op + '"' + fields + "}";
+    if (exceedsLimit(line)) throw workError("RPC_LIMIT_EXCEEDED", "RPC value exceeds the 10 MB JSON boundary");
+    lastId = id;
+    emit(line);
+    progressed();
+    return new NativePromise((resolve, reject) => {
+      resolvers.set(id, resolve);
+      rejecters.set(id, reject);
+    });
+  };
+  const settle = (results) => {
+    for (let index = 0; index < results.length; index += 1) {
+      const result = results[index];
+      const id = result && typeof result.id === "number" ? result.id : 0;
+      const resolve = resolvers.get(id);
+      if (resolve === undefined) continue;
+      progressed();
+      const reject = rejecters.get(id);
+      resolvers.delete(id);
+      rejecters.delete(id);
+      let runFailure = null;
+      if (result.ok === true) resolve(result.value === undefined ? null : result.value);
+      else {
+        const error = rebuild(result.error && typeof result.error === "object" ? result.error : {});
+        if (!OUTCOME_CODES.includes(error.code)) runFailure = error;
+        reject(error);
+      }
+      if (awaited !== null && awaited.ids.delete(id)) {
+        const waiter = awaited;
+        if (runFailure !== null || waiter.ids.size === 0) awaited = null;
+        if (runFailure !== null) waiter.reject(runFailure);
+        else if (waiter.ids.size === 0) waiter.resolve();
+      }
+    }
+  };
+  const inFlight = () => {
+    const ids = new Set(resolvers.keys());
+    if (!ids.size) return undefined;
+    return new NativePromise((resolve, reject) => {
+      awaited = { ids, resolve, reject };
+    });
+  };
+
+  // A primitive's promise refuses coercion (A.4). The refusals live on a prototype between the
+  // promise and Promise.prototype whose `constructor` stays Promise, so `await` and `Promise.all`
+  // treat it as a native promise and no per-call functions are allocated.
+  const refusing = (noun, interpolation) => {
+    const refuse = (use) => ({
+      value: function () { throw workError("INVALID_METADATA", "Workflow " + noun + " result is a Promise; await it before " + use); },
+    });
+    const properties = { constructor: { value: NativePromise }, toJSON: refuse("serialization") };
+    if (interpolation) {
+      properties.toString = refuse("interpolation");
+      properties[toPrimitive] = refuse("interpolation");
+    }
+    return freeze(create(NativePromise.prototype, properties));
+  };
+  const AGENT_RESULT = refusing("agent", true);
+  const CONVERSATION_RESULT = refusing("conversation", true);
+  const FUNCTION_RESULT = refusing("function", false);
+  const guarded = (promise, prototype) => setPrototypeOf(promise, prototype);
+
+  const nextOccurrence = (counters, key) => {
+    const occurrence = (counters.get(key) || 0) + 1;
+    counters.set(key, occurrence);
+    return occurrence;
+  };
+  const popCallSite = (values, noun) => {
+    const callSite = values.pop();
+    if (typeof callSite !== "string") throw workError("INTERNAL_ERROR", "Missing " + noun + " call-site identity");
+    return callSite;
+  };
+  // `"path":[...],"occurrence":n,"worktreeOwner":...` of an identity message.
+  const placement = (context, occurrence) =>
+    '"path":' + context.pathText + ',"occurrence":' + occurrence + ',"worktreeOwner":' + context.ownerText;
+
+  // ------------------------------------------------------------------------------ primitives ---
+  const agentOccurrences = new Map();
+  const internalAgent = (...values) => {
+    const callSite = popCallSite(values, "workflow agent");
+    const context = current;
+    const occurrence = nextOccurrence(agentOccurrences, context.pathText + callSite);
+    const options = values.length < 2 || values[1] === undefined ? {} : values[1];
+    const identity = '{"callSite":' + stringify(callSite) + "," + placement(context, occurrence) + "}";
+    const sent = call("agent", ',"prompt":' + json(values[0]) + ',"options":' + json(options) + ',"identity":' + identity);
+    return guarded(sent, AGENT_RESULT);
+  };
+
+  const conversationOccurrences = new Map();
+  const internalConversation = (...values) => {
+    const callSite = popCallSite(values, "workflow conversation");
+    const name = values[0];
+    if (typeof name !== "string" || !name.trim()) throw workError("INVALID_METADATA", "conversation requires a non-empty name");
+    const options = values.length < 2 || values[1] === undefined ? {} : values[1];
+    if (!options || typeof options !== "object" || isArray(options)) {
+      throw workError("INVALID_METADATA", "conversation options must be a JSON object");
+    }
+    const context = current;
+    const occurrence = nextOccurrence(conversationOccurrences, stringify([context.path, callSite, name]));
+    const fixed = parse(json(options));
+    const defaultTimeout = fixed.timeoutMs;
+    const defaultRetries = fixed.retries;
+    delete fixed.timeoutMs;
+    delete fixed.retries;
+    const identity = '{"name":' + stringify(name.trim()) + ',"callSite":' + stringify(callSite) + ","
+      + placement(context, occurrence) + "}";
+    let completedTurns = 0;
+    let active = false;
+    return freeze({
+      run(prompt, turnOptions = {}) {
+        if (typeof prompt !== "string") throw workError("INVALID_METADATA", "conversation.run prompt must be a string");
+        if (!turnOptions || typeof turnOptions !== "object" || isArray(turnOptions)
+          || objectKeys(turnOptions).some((key) => key !== "timeoutMs" && key !== "retries")) {
+          throw workError("INVALID_METADATA", "conversation.run options only support timeoutMs and retries");
+        }
+        if (active) throw workError("RESUME_INCOMPATIBLE", "Conversation turns cannot overlap");
+        const turn = completedTurns + 1;
+        const effective = {
+          ...fixed,
+          ...(defaultTimeout !== undefined && turnOptions.timeoutMs === undefined ? { timeoutMs: defaultTimeout } : {}),
+          ...(defaultRetries !== undefined && turnOptions.retries === undefined ? { retries: defaultRetries } : {}),
+          ...turnOptions,
+        };
+        const sent = call("turn", ',"prompt":' + json(prompt) + ',"options":' + json(effective)
+          + ',"conversation":' + identity + ',"turn":' + turn);
+        active = true;
+        // A failed turn leaves the counter alone: the next run() retries the same turn number (A.5).
+        const released = after(sent, (value) => {
+          completedTurns = turn;
+          active = false;
+          return value;
+        }, (error) => {
+          active = false;
+          throw error;
+        });
+        return guarded(released, CONVERSATION_RESULT);
+      },
+    });
+  };
+
+  const worktreeOccurrences = new Map();
+  const internalWithWorktree = async (...values) => {
+    const callSite = popCallSite(values, "withWorktree");
+    if (values.length !== 1 && values.length !== 2) {
+      throw workError("INVALID_METADATA", "withWorktree requires a callback or a name and callback");
+    }
+    const callback = values[values.length - 1];
+    if (typeof callback !== "function") throw workError("INVALID_METADATA", "withWorktree callback must be a function");
+    const context = current;
+    let owner;
+    if (values.length === 2) {
+      if (typeof values[0] !== "string" || !values[0].trim()) {
+        throw workError("INVALID_METADATA", "withWorktree name must be a non-empty string");
+      }
+      owner = encodePath(["worktree", "named", values[0].trim()]);
+    } else {
+      const occurrence = nextOccurrence(worktreeOccurrences, context.pathText + callSite);
+      owner = encodePath(["worktree", "unnamed", ...context.path, "callsite:" + callSite, "occurrence:" + occurrence]);
+    }
+    return await within(contextOf(context.path, owner), callback, []);
+  };
+
+  const requireName = (value, kind) => {
+    if (typeof value !== "string" || !value.trim()) throw workError("INVALID_METADATA", kind + " requires a stable explicit name");
+  };
+  const recordEntries = (value, kind) => {
+    if (!value || typeof value !== "object" || isArray(value)) throw workError("INVALID_METADATA", kind + " must be a record");
+    return objectEntries(value);
+  };
+  const failedAtOf = (error) => (error && typeof error === "object" && typeof error.failedAt === "string" ? error.failedAt : undefined);
+  const failure = (name, failedAt, error) => ({ name, ok: false, failedAt, error: describe(error) });
+  // Runs one branch callback in its scope (sync throws included) and reports how it settled.
+  const runBranch = (context, names, callback, args, onValue, onError) => {
+    let started;
+    try {
+      started = apply(promiseResolve, NativePromise, [within(branch(context, names), callback, args)]);
+    } catch (error) {
+      started = apply(promiseReject, NativePromise, [error]);
+    }
+    after(started, onValue, onError);
+  };
+  // Starts `count` branches and waits for every outcome record; CANCELLED rejects at once (A.6).
+  // Plain counters instead of Promise.all: a 50k-branch fan-out allocates far less.
+  const gather = (count, start) => new NativePromise((resolve, reject) => {
+    const outcomes = new Array(count);
+    let remaining = count;
+    let open = true;
+    const record = (index, outcome) => {
+      outcomes[index] = outcome;
+      remaining -= 1;
+      if (remaining === 0 && open) resolve(outcomes);
+    };
+    const cancel = (error) => {
+      if (open) reject(error);
+      open = false;
+    };
+    if (count === 0) resolve(outcomes);
+    for (let index = 0; index < count; index += 1) start(index, record, cancel);
+  });
+  // The first failure in record order is rethrown with its failedAt; otherwise values by name.
+  const keyedResults = (outcomes) => {
+    for (let index = 0; index < outcomes.length; index += 1) {
+      const outcome = outcomes[index];
+      if (!outcome.ok) {
+        const error = rebuild(outcome.error);
+        error.failedAt = outcome.failedAt;
+        throw error;
+      }
+    }
+    return fromEntries(outcomes.map((outcome) => [outcome.name, outcome.value]));
+  };
+
+  const parallel = async (operationName, tasks) => {
+    requireName(operationName, "parallel");
+    const entries = recordEntries(tasks, "parallel tasks");
+    for (const [name, run] of entries) {
+      requireName(name, "parallel task");
+      if (typeof run !== "function") throw workError("INVALID_METADATA", "parallel task values must be run functions");
+    }
+    const context = current;
+    return keyedResults(await gather(entries.length, (index, record, cancel) => {
+      const name = entries[index][0];
+      runBranch(context, [operationName, name], entries[index][1], [], (value) => record(index, { name, ok: true, value }), (error) => {
+        if (codeOf(error) === "CANCELLED") return cancel(error);
+        const inner = failedAtOf(error);
+        const names = inner === undefined ? [operationName, name] : [operationName, name, inner];
+        return record(index, failure(name, encodePath(names), error));
+      });
+    }));
+  };
+
+  const pipeline = async (operationName, items, stages) => {
+    requireName(operationName, "pipeline");
+    const itemEntries = recordEntries(items, "pipeline items");
+    const stageEntries = recordEntries(stages, "pipeline stages");
+    if (!stageEntries.length) throw workError("INVALID_METADATA", "pipeline requires at least one stage");
+    for (const [name] of itemEntries) requireName(name, "pipeline item");
+    for (const [name, run] of stageEntries) {
+      requireName(name, "pipeline stage");
+      if (typeof run !== "function") throw workError("INVALID_METADATA", "pipeline stage values must be run functions");
+    }
+    const context = current;
+    return keyedResults(await gather(itemEntries.length, (index, record, cancel) => {
+      const name = itemEntries[index][0];
+      const advance = (stageIndex, value) => {
+        if (stageIndex === stageEntries.length) return record(index, { name, ok: true, value });
+        const [stage, run] = stageEntries[stageIndex];
+        return runBranch(context, [operationName, name, stage], run, [value], (next) => advance(stageIndex + 1, next), (error) => {
+          if (codeOf(error) === "CANCELLED") return cancel(error);
+          // The reference joins the already-encoded stage path with the inner one, encoding it again.
+          const stagePath = encodePath([operationName, name, stage]);
+          const inner = failedAtOf(error);
+          return record(index, failure(name, inner === undefined ? stagePath : encodePath([stagePath, inner]), error));
+        });
+      };
+      advance(0, itemEntries[index][1]);
+    }));
+  };
+
+  // A.9: the host validates; labels count only the checkpoints it will accept, per raw name.
+  const checkpointCounts = new Map();
+  const acceptedCheckpoint = (input) => {
+    if (!input || typeof input !== "object" || isArray(input)) return false;
+    const keys = objectKeys(input);
+    if (keys.length !== 3 || !keys.every((key) => key === "name" || key === "prompt" || key === "context")) return false;
+    return typeof input.name === "string" && input.name.trim() !== "" && typeof input.prompt === "string"
+      && utf8Length(input.prompt) <= 1024 && utf8Length(stringify(input.context)) <= 4096;
+  };
+  const checkpoint = (input) => {
+    const value = json(input);
+    const sent = parse(value);
+    let label = null;
+    if (acceptedCheckpoint(sent)) {
+      const count = nextOccurrence(checkpointCounts, sent.name);
+      label = count === 1 ? sent.name : sent.name + "#" + count;
+    }
+    return call("checkpoint", ',"value":' + value + ',"label":' + stringify(label));
+  };
+
+  const phase = (name) => call("phase", ',"name":' + json(name));
+  const log = (message) => call("log", ',"message":' + json(message));
+
+  const functionOccurrences = new Map();
+  const extensionFunction = (name) => (...values) => {
+    const input = values[0];
+    if (values.length !== 1 || !input || typeof input !== "object" || isArray(input)) {
+      throw workError("RESULT_INVALID", name + " requires exactly one JSON object argument");
+    }
+    const context = current;
+    const occurrence = nextOccurrence(functionOccurrences, context.pathText + name);
+    const identity = "{" + placement(context, occurrence) + "}";
+    const sent = call("function", ',"name":' + stringify(name) + ',"input":' + json(input) + ',"identity":' + identity);
+    return guarded(sent, FUNCTION_RESULT);
+  };
+
+  // ---------------------------------------------------------------------------------- prompt ---
+  const PLACEHOLDER = /{{|}}|{([A-Za-z_$][\w$]*)}/g;
+  const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+  const plainObject = (value) => {
+    const prototype = getPrototypeOf(value);
+    return prototype === null || prototype === ObjectPrototype;
+  };
+  const promptFailure = (at, problem) => workError("INVALID_METADATA", 'Prompt value "' + at + '" ' + problem);
+  const childPath = (at, key) => (IDENTIFIER.test(key) ? at + "." + key : at + "[" + stringify(key) + "]");
+  const checkPromptProperty = (owner, key, at, seen) => {
+    const descriptor = getOwnPropertyDescriptor(owner, key);
+    if (descriptor && (descriptor.get || descriptor.set)) throw promptFailure(at, "cannot use getters or setters");
+    checkPromptValue(descriptor && descriptor.value, at, seen);
+  };
+  const checkPromptValue = (value, at, seen) => {
+    if (value === null || typeof value === "string" || typeof value === "boolean") return;
+    if (typeof value === "number") {
+      if (!isFiniteNumber(value)) throw promptFailure(at, "must be a finite number");
+      return;
+    }
+    if (typeof value !== "object") throw promptFailure(at, "cannot be " + typeof value);
+    if (typeof value.then === "function") throw promptFailure(at, "is a Promise or thenable; await it before calling prompt()");
+    if (!isArray(value) && !plainObject(value)) throw promptFailure(at, "must be a plain object");
+    if (seen.has(value)) throw promptFailure(at, "contains a cycle");
+    const keys = ownKeys(value);
+    if (keys.some((key) => typeof key === "symbol")) throw promptFailure(at, "contains a symbol key");
+    seen.add(value);
+    if (isArray(value)) {
+      for (let index = 0; index < value.length; index += 1) checkPromptProperty(value, String(index), at + "[" + index + "]", seen);
+      for (const key of keys) {
+        const index = Number(key);
+        const element = Number.isInteger(index) && index >= 0 && index < value.length && String(index) === key;
+        if (key !== "length" && !element) checkPromptProperty(value, key, childPath(at, key), seen);
+      }
+    } else {
+      for (const key of keys) checkPromptProperty(value, key, childPath(at, key), seen);
+    }
+    seen.delete(value);
+  };
+  const prompt = (template, values) => {
+    if (typeof template !== "string") throw workError("INVALID_METADATA", "prompt() template must be a string");
+    if (!values || typeof values !== "object" || isArray(values) || !plainObject(values)) {
+      throw workError("INVALID_METADATA", "prompt() values must be a plain object");
+    }
+    const placeholders = [];
+    for (const match of template.matchAll(PLACEHOLDER)) if (match[1] !== undefined) placeholders.push(match[1]);
+    const keys = ownKeys(values);
+    if (keys.some((key) => typeof key === "symbol")) throw workError("INVALID_METADATA", "prompt() values must use string keys");
+    const missing = placeholders.find((key) => !hasOwn(values, key));
+    if (missing !== undefined) throw workError("INVALID_METADATA", 'Missing prompt value "' + missing + '"');
+    const unused = keys.find((key) => !placeholders.includes(key));
+    if (unused !== undefined) throw workError("INVALID_METADATA", 'Unused prompt value "' + unused + '"');
+    for (const key of keys) checkPromptProperty(values, key, key, new Set());
+    return template.replace(PLACEHOLDER, (match, key) => {
+      if (match === "{{") return "{";
+      if (match === "}}") return "}";
+      return typeof values[key] === "string" ? values[key] : stringify(values[key], null, 2);
+    });
+  };
+
+  // ----------------------------------------------------------------------------- the globals ---
+  const deepFreeze = (value) => {
+    if (value && typeof value === "object" && !isFrozen(value)) {
+      freeze(value);
+      for (const child of Object.values(value)) deepFreeze(child);
+    }
+    return value;
+  };
+  const setGlobal = (name, value) => defineProperty(global, name, { value, writable: true, enumerable: false, configurable: true });
+  const fixGlobal = (name, value) => defineProperty(global, name, { value, writable: false, enumerable: false, configurable: false });
+
+  // Code generation from strings: eval/Function are gone and every function constructor reachable
+  // through `.constructor` throws, as node:vm's `codeGeneration: {strings: false}` does.
+  for (const sample of [function () {}, async function () {}, function* () {}, async function* () {}]) {
+    const prototype = getPrototypeOf(sample);
+    const closed = function () { throw new NativeEvalError("Code generation from strings disallowed for this context"); };
+    closed.prototype = prototype;
+    defineProperty(prototype, "constructor", { value: closed, writable: false, enumerable: false, configurable: false });
+  }
+  for (const name of REMOVED_GLOBALS) setGlobal(name, undefined);
+  delete global.DOMException;
+  const inert = { get() { return undefined; }, set() {}, enumerable: false, configurable: false };
+  delete global.call_python;
+  delete global.dukpy;
+  defineProperty(global, "call_python", inert);
+  defineProperty(global, "dukpy", inert);
+
+  const trap = (message) => () => { throw workError("INVALID_METADATA", message); };
+  const mathCopy = fromEntries(getOwnPropertyNames(Math).filter((name) => name !== "random").map((name) => [name, Math[name]]));
+  setGlobal("Math", freeze(mathCopy));
+  setGlobal("agent", trap("Workflow agent calls must use a direct agent(...) call; aliases and indirect calls are unsupported"));
+  setGlobal("conversation", trap("conversation calls must use a direct conversation(...) call; aliases and indirect calls are unsupported"));
+  setGlobal("withWorktree", trap("withWorktree calls must use a direct withWorktree(...) call; aliases and indirect calls are unsupported"));
+  setGlobal("parallel", parallel);
+  setGlobal("pipeline", pipeline);
+  setGlobal("checkpoint", checkpoint);
+  setGlobal("phase", phase);
+  setGlobal("log", log);
+  setGlobal("prompt", prompt);
+
+  // ------------------------------------------------------------------------------ lifecycle ---
+  let body = null;
+  const finishWith = (line) => {
+    if (finished) return;
+    finished = true;
+    emit(line);
+  };
+  const fail = (error) => finishWith('{"t":"done","ok":false,"error":' + stringify(describe(error)) + "}");
+  const succeed = (value) => {
+    let text;
+    try {
+      text = stringify(value === undefined ? null : value);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (text === undefined) {
+      fail(workError("RPC_LIMIT_EXCEEDED", "RPC values must be JSON-compatible"));
+      return;
+    }
+    const line = '{"t":"done","ok":true,"value":' + text + "}";
+    if (exceedsLimit(line)) fail(workError("RPC_LIMIT_EXCEEDED", "RPC value exceeds the 10 MB JSON boundary"));
+    else finishWith(line);
+  };
+  const launch = (config) => {
+    const script = body;
+    body = null;
+    if (typeof script !== "function") return;
+    try {
+      setGlobal("args", config.args === undefined ? null : config.args);
+      for (const name of config.functions || []) fixGlobal(name, extensionFunction(name));
+      for (const [name, value] of objectEntries(config.variables || {})) fixGlobal(name, deepFreeze(value));
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    const hidden = [internalAgent, internalConversation, internalWithWorktree, currentContext, resume];
+    let completion;
+    try {
+      completion = within(ROOT, script, hidden);
+    } catch (error) {
+      completion = apply(promiseReject, NativePromise, [error]);
+    }
+    // A.1: before reporting, wait for the host calls still in flight when the body settled.
+    const settled = after(completion, async (value) => {
+      await inFlight();
+      return value;
+    });
+    after(settled, succeed, fail);
+  };
+
+  fixGlobal("__pi_extensible_workflows_worker", (compiled) => {
+    const request = hostCall("inbox");
+    if (!request || typeof request !== "object") return undefined;
+    if (request.op === "compile") {
+      body = compiled;
+      return undefined;
+    }
+    if (request.op === "flush") {
+      const box = outbox;
+      outbox = [];
+      return box;
+    }
+    const box = [];
+    outbox = box;
+    if (request.op === "launch") launch(request);
+    else if (request.op === "settle") settle(request.results);
+    return box;
+  });
+})(globalThis);

@@ -1,0 +1,130 @@
+"""One script execution inside the worker: a QuickJS context (through dukpy) running prelude.js.
+
+dukpy's public `JSInterpreter` installs Node-like shims on creation — `process.env` with the whole
+environment, a `require` that reads files through exported Python functions, `console` — none of
+which a workflow script may reach (spec A.2). So this class talks to dukpy's native layer directly
+and exports two Python functions: `inbox`, through which prelude.js pulls the request of the
+current evaluation, and `tick`, its progress report. Every evaluation returns the JSON lines the
+script produced for the host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from importlib.metadata import version
+from importlib.resources import files
+from typing import Any, Final
+
+from dukpy import _dukpy
+
+from piflow.engine.worker.instrument import instrument
+from piflow.errors import WorkflowError
+
+_ENTRY: Final = "__pi_extensible_workflows_worker"
+_FILENAME: Final = "workflow.js"
+_PRELUDE: Final = files("piflow.engine.worker").joinpath("prelude.js").read_text(encoding="utf-8")
+
+
+class ScriptRuntime:
+    """The QuickJS side of a worker; not thread-safe (dukpy holds the GIL while JavaScript runs).
+
+    `evaluating` and `progress` are read by the heartbeat thread: while JavaScript runs, the worker
+    counts as alive only if `progress` (host calls made and settled, in steps of 1024) advances.
+    """
+
+    def __init__(self, heap_limit: int) -> None:
+        self._ctx = _dukpy.create_context()
+        self._request: dict[str, Any] | None = None
+        self.evaluating = False
+        self.progress = 0
+        set_heap_limit(self._ctx, heap_limit)
+        self._eval(_PRELUDE)
+
+    # -- dukpy's native layer calls these two ------------------------------------------------
+    def _check_exported_function_exists(self, name: bytes) -> bool:
+        return name in (b"inbox", b"tick")
+
+    def _call_python(self, name: bytes, arguments: bytes) -> bytes | None:
+        if name == b"tick":
+            self.progress += 1
+            return None
+        request, self._request = self._request, None
+        return None if request is None else json.dumps(request).encode()
+
+    # -- the worker's steps -------------------------------------------------------------------
+    def compile(self, body: str) -> None:
+        """Instrument and compile the body without running it; raise INVALID_SYNTAX/INVALID_METADATA."""
+        source = instrument(body)
+        self._request = {"op": "compile"}
+        try:
+            self._eval(f"{_ENTRY}({source});")
+        except _dukpy.JSRuntimeError as exc:
+            raise WorkflowError("INVALID_SYNTAX", f"Invalid workflow syntax: {_first_line(exc)}") from None
+        finally:
+            self._request = None
+
+    def launch(self, args: Any, functions: list[str], variables: dict[str, Any]) -> list[str]:
+        """Install args, extension functions and variables, then start the compiled body."""
+        return self._step({"op": "launch", "args": args, "functions": functions, "variables": variables})
+
+    def settle(self, results: list[Any]) -> list[str]:
+        """Resolve finished host calls, in the given order, in one evaluation."""
+        return self._step({"op": "settle", "results": results})
+
+    def _step(self, request: dict[str, Any]) -> list[str]:
+        self._request = request
+        try:
+            lines = self._eval(f"{_ENTRY}();")
+        except _dukpy.JSRuntimeError:
+            # dukpy reports a promise still rejected without a handler once the job queue has
+            # drained. The script may attach one later (JavaScript allows it), so the step stands;
+            # its messages are fetched separately. A broken context fails this second evaluation.
+            self._request = {"op": "flush"}
+            lines = self._eval(f"{_ENTRY}();")
+        finally:
+            self._request = None
+        if not isinstance(lines, list):
+            raise WorkflowError("INTERNAL_ERROR", "Workflow worker runtime returned no messages")
+        return lines
+
+    def _eval(self, code: str) -> Any:
+        self.evaluating = True
+        try:
+            raw = _dukpy.eval_string(self, code.encode("utf-8", "surrogatepass"), b"{}", False, _FILENAME)
+        finally:
+            self.evaluating = False
+        return None if raw is None else json.loads(raw)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).split("\n", 1)[0]
+    return text.removeprefix("SyntaxError: ")
+
+
+_KNOWN_LAYOUT: Final = "0.6.0"
+
+
+def set_heap_limit(capsule: object, limit: int) -> None:
+    """Set QuickJS's heap limit (dukpy fixes it at 128 MiB, too small for a 50k-agent fan-out).
+
+    dukpy exposes no setting, but its extension exports QuickJS's C API and its context capsule
+    points to a struct whose first two fields are the JSRuntime and JSContext. That layout is known
+    for dukpy 0.6.0 only, and is double-checked (the context must belong to the runtime); with any
+    other version the default limit stays.
+    """
+    if version("dukpy") != _KNOWN_LAYOUT:
+        return
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    state = get_pointer(capsule, b"DUKPY_CONTEXT_CAPSULE")
+    runtime, context = (ctypes.c_void_p * 2).from_address(state)
+    quickjs = ctypes.CDLL(_dukpy.__file__)
+    quickjs.JS_GetRuntime.restype = ctypes.c_void_p
+    quickjs.JS_GetRuntime.argtypes = [ctypes.c_void_p]
+    if not runtime or quickjs.JS_GetRuntime(context) != runtime:
+        return
+    quickjs.JS_SetMemoryLimit.restype = None
+    quickjs.JS_SetMemoryLimit.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    quickjs.JS_SetMemoryLimit(runtime, limit)
