@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,3 +56,19 @@ def transcripts(tmp_path: Path) -> Path:
 @pytest.fixture
 def backend(registry: ModelRegistry, transcripts: Path) -> OpenAIBackend:
     return OpenAIBackend(registry, transcripts_dir=transcripts)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def pi_command() -> list[str]:
+    """The real pi CLI, installed once into `.cache/pi` (or skipped, saying why)."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not on PATH: scripts/install-pi cannot install the pi CLI from the npm registry")
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "install-pi")], capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"scripts/install-pi failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
+    return [done.stdout.strip()]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,19 +28,6 @@ from piflow.errors import WorkflowError
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-pi-test-key"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
-
-
-@pytest.fixture(scope="session")
-def pi_command() -> list[str]:
-    """The real pi CLI, installed once into `.cache/pi` (or skipped, saying why)."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not on PATH: scripts/install-pi cannot install the pi CLI from the npm registry")
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "install-pi")], capture_output=True, text=True, timeout=600, check=False
-    )
-    if done.returncode != 0:
-        pytest.skip(f"scripts/install-pi failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
-    return [done.stdout.strip()]
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
     providers = {"local": {"baseUrl": server.url, "api": "openai-completions", "apiKey": "sk-literal",
-                           "models": [{"id": "m1", "cost": {"input": 2, "output": 8}}]}}
+                           "models": [{"id": "m1", "cost": {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}}]}}
     (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
     root = tmp_path / "project"
     root.mkdir()
@@ -63,3 +63,24 @@ async def test_rate_limit_pauses_the_run_and_retries_after_resume(project: Path,
     assert record.state == "completed"
     assert record.result == "after the pause"
     assert len(server.requests) == 2
+
+
+async def test_pi_run_records_transcripts_and_charges_the_budget(
+    project: Path, server: ChatServer, pi_command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIFLOW_PI_COMMAND", pi_command[0])
+    server.script(Stream(text_stream("pi says hi", counts=usage(300, 40))))
+    with RunStore.open(project.parent / "runs.db") as store:
+        async with Engine(store) as engine:
+            run_id = await engine.launch(LaunchRequest(script='return await agent("greet", {tools: ["read"]})',
+                                                       cwd=str(project), backend="pi",
+                                                       budget={"tokens": {"hard": 100000}}))
+            with anyio.fail_after(120):
+                record = await engine.wait(run_id)
+        assert record.state == "completed", record.error
+        assert record.result == "pi says hi"
+        assert record.usage["tokens"] == 340
+        assert record.usage["costUsd"] == pytest.approx((300 * 2 + 40 * 8) / 1_000_000)
+        [agent] = store.agents(run_id)
+        [attempt] = store.attempts(agent.id)
+        assert attempt.transcript_path and Path(attempt.transcript_path).is_file()
