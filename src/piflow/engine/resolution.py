@@ -6,50 +6,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
+from piflow.analysis.agent_options import CORE_OPTION_KEYS, ROLE_CONFLICT, option_problem
+from piflow.config.model_refs import ModelRef, parse_model_reference, resolve_model_reference
 from piflow.errors import WorkflowError
-
-_ROLE_CONFLICT = "Role agents must not specify model, thinking, or tools"
-
-
-def _metadata(message: str) -> WorkflowError:
-    return WorkflowError("INVALID_METADATA", message)
-
-
-def _is_int(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and value.is_integer()
-    )
 
 
 def validate_agent_options(options: Any, noun: str = "agent") -> dict[str, Any]:
     """The host checks of the core option keys, in the reference's order (A.4)."""
     if not isinstance(options, dict):
-        raise _metadata(f"{noun} options must be a JSON object")
-    if "label" in options and not (isinstance(options["label"], str) and options["label"].strip()):
-        raise _metadata("agent label must be a non-empty string")
-    if "model" in options and not (isinstance(options["model"], str) and options["model"].strip()):
-        raise _metadata("agent model must be a non-empty string")
-    if "thinking" in options and options["thinking"] not in THINKING_LEVELS:
-        raise _metadata("agent thinking must be off, minimal, low, medium, high, xhigh, or max")
-    if "tools" in options and not (
-        isinstance(options["tools"], list) and all(isinstance(t, str) for t in options["tools"])
-    ):
-        raise _metadata("agent tools must be an array of strings")
-    if "role" in options and not (isinstance(options["role"], str) and options["role"].strip()):
-        raise _metadata("agent role must be a non-empty string")
-    if "outputSchema" in options:
-        from piflow.analysis.schemas import validate_schema
-
-        validate_schema(options["outputSchema"], "agent outputSchema")
-    if "retries" in options and not (_is_int(options["retries"]) and options["retries"] >= 0):
-        raise _metadata("agent retries must be a non-negative integer")
-    if "timeoutMs" in options and options["timeoutMs"] is not None and not (
-        _is_int(options["timeoutMs"]) and options["timeoutMs"] >= 1
-    ):
-        raise _metadata("agent timeoutMs must be null or a positive integer")
+        raise WorkflowError("INVALID_METADATA", f"{noun} options must be a JSON object")
+    for key in CORE_OPTION_KEYS:
+        problem = option_problem(key, options[key]) if key in options else None
+        if problem is not None:
+            raise WorkflowError(*problem)
     if isinstance(options.get("role"), str) and any(k in options for k in ("model", "thinking", "tools")):
-        raise _metadata(_ROLE_CONFLICT)
+        raise WorkflowError("INVALID_METADATA", ROLE_CONFLICT)
     return options
 
 
