@@ -101,6 +101,12 @@ def test_labelled_for_await_is_wrapped_whole() -> None:
     )
 
 
+def test_awaited_iterable_is_not_a_for_await() -> None:
+    assert body_of("for (const x of await y) {}") == (
+        "for (const x of __pi_extensible_workflows_resume(__pi_extensible_workflows_context(), await y)) {}"
+    )
+
+
 @pytest.mark.parametrize(
     ("source", "noun"),
     [

@@ -142,6 +142,33 @@ async def test_malformed_worker_message(tmp_path: Path) -> None:
     assert (caught.value.code, caught.value.message) == ("INTERNAL_ERROR", "Malformed workflow worker message")
 
 
+# -- memory ------------------------------------------------------------------------------------------
+
+RUNAWAY = "const hoard = []; while (true) hoard.push('x'.repeat(1e6) + hoard.length);"
+
+
+async def test_heap_limit_stops_a_runaway_allocation() -> None:
+    worker = WorkerProcess(heap_limit=64 * MIB)
+    await worker.start(body=RUNAWAY)
+    with pytest.raises(WorkflowError) as caught:
+        await worker.serve(Host())
+    assert (caught.value.code, caught.value.message) == ("INTERNAL_ERROR", "out of memory")
+
+
+async def test_address_space_limit_stops_a_runaway_allocation() -> None:
+    worker = WorkerProcess(heap_limit=4096 * MIB, memory_limit=400 * MIB)
+    await worker.start(body=RUNAWAY)
+    with pytest.raises(WorkflowError) as caught:
+        await worker.serve(Host())
+    assert (caught.value.code, caught.value.message) == ("INTERNAL_ERROR", "out of memory")
+
+
+async def test_script_can_catch_running_out_of_heap() -> None:
+    worker = WorkerProcess(heap_limit=64 * MIB)
+    await worker.start(body=f"try {{ {RUNAWAY} }} catch (e) {{ return e.message; }}")
+    assert await worker.serve(Host()) == "out of memory"
+
+
 # -- the 10 MiB boundary ---------------------------------------------------------------------------------
 
 

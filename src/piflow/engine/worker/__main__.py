@@ -1,9 +1,10 @@
 """The worker program (`python -m piflow.engine.worker`): runs one script body, asking the host over stdio.
 
 Three threads: the main thread evaluates JavaScript; a reader turns stdin lines into a queue; a
-heartbeat thread writes `{"t":"hb"}` every second. dukpy keeps the GIL while JavaScript runs, so
-a script stuck in `while(true){}` stops the heartbeats and the host kills the worker, as the
-reference's blocked event loop does. The worker never touches the store, the network or files.
+heartbeat thread writes `{"t":"hb"}` every second while the worker waits for the host or its script
+keeps making host calls. A script stuck in `while(true){}` stops the heartbeats and the host kills
+the worker, as the reference's blocked event loop does. The worker never touches the store, the
+network or files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any, BinaryIO, Final
 
 from piflow.engine.worker.protocol import (
@@ -202,6 +204,11 @@ def main(argv: list[str] | None = None) -> None:
         channel.write(encode({"t": "done", "ok": False, "error": error_json(exc)}))
     except _HostGone:
         pass
+    except Exception as exc:  # a broken runtime (memory exhausted in the middle of a job): report, not crash
+        traceback.print_exc()
+        summary = (str(exc) or repr(exc)).splitlines()[0]
+        failure = WorkflowError("INTERNAL_ERROR", f"Workflow worker failed: {summary}")
+        channel.write(encode({"t": "done", "ok": False, "error": error_json(failure)}))
     # Skip interpreter teardown: the daemon threads and a large QuickJS heap have nothing to flush.
     os._exit(0)
 

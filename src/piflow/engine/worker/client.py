@@ -97,11 +97,11 @@ class WorkerProcess:
         start = {"t": "start", "body": body, "args": args, "functions": list(functions)}
         start["variables"] = dict(variables or {})
         try:
-            encoded_args = encode(args)
+            args_size = len(encode(args)) - 1
             encoded_start = encode(start)
         except (TypeError, ValueError):
             raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
-        if len(encoded_args) - 1 > RPC_LIMIT_BYTES:
+        if args_size > RPC_LIMIT_BYTES:
             raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, environment.get("PYTHONPATH")]))
@@ -173,7 +173,8 @@ class WorkerProcess:
         if process is None:
             return
         if process.returncode is None:
-            process.kill()
+            with suppress(ProcessLookupError):
+                process.kill()
         await process.aclose()
 
     # -- internals ----------------------------------------------------------------------------
@@ -203,20 +204,23 @@ class WorkerProcess:
             raise RuntimeError("WorkerProcess.start() has not been called")
         pending = bytearray()
         while self._outcome is None:
-            chunk = b""
+            chunk: bytes | None = b""
             with anyio.move_on_after(self._heartbeat_timeout):
                 try:
                     chunk = await process.stdout.receive()
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    await self._exited(process)
-                    return
+                    chunk = None
+            if chunk is None:
+                await self._exited(process)
+                return
             if not chunk:
                 await self._fail(WorkflowError("WORKER_UNRESPONSIVE", UNRESPONSIVE))
                 return
+            scanned = len(pending)
             pending += chunk
             batch: list[dict[str, Any]] = []
             start = 0
-            while (end := pending.find(b"\n", start)) >= 0:
+            while (end := pending.find(b"\n", max(start, scanned))) >= 0:
                 message = self._message(pending[start:end])
                 start = end + 1
                 if message is not None:

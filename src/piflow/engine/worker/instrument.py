@@ -42,11 +42,6 @@ PARAMETERS: Final = (*INTERNAL_NAMES.values(), CONTEXT_NAME, RESUME_NAME)
 
 _TRY_CONTEXT: Final = "__pi_extensible_workflows_try"
 _LOOP_CONTEXT: Final = "__pi_extensible_workflows_loop"
-_RESERVED_WORDS: Final = {
-    "__pi_extensible_workflows_agent": "agent",
-    "__pi_extensible_workflows_conversation": "conversation",
-    "__pi_extensible_workflows_withWorktree": "withWorktree",
-}
 _LANGUAGE: Final = Language(tree_sitter_javascript.language())
 _REWRITES: Final = Query(
     _LANGUAGE,
@@ -59,13 +54,13 @@ _REWRITES: Final = Query(
     (for_in_statement "await") @for_await
     """,
 )
+_RESERVED_NAMES: Final = " ".join(f'"{name}"' for name in INTERNAL_NAMES.values())
 _RESERVED: Final = Query(
     _LANGUAGE,
-    """
+    f"""
     ([(identifier) (property_identifier) (shorthand_property_identifier)
       (shorthand_property_identifier_pattern) (statement_identifier)] @name
-     (#any-of? @name "__pi_extensible_workflows_agent" "__pi_extensible_workflows_conversation"
-                     "__pi_extensible_workflows_withWorktree"))
+     (#any-of? @name {_RESERVED_NAMES}))
     """,
 )
 
@@ -115,7 +110,7 @@ def instrument(body: str) -> str:
 def _reject_reserved_identifiers(root: Node, data: bytes) -> None:
     """Spec A.2: the internal names may not appear anywhere (checked agent, conversation, withWorktree)."""
     found = {_text(node, data) for node in QueryCursor(_RESERVED).captures(root).get("name", [])}
-    for name, noun in _RESERVED_WORDS.items():
+    for noun, name in INTERNAL_NAMES.items():
         if name in found:
             raise WorkflowError("INVALID_METADATA", f"{name} is reserved for workflow {noun} instrumentation")
 

@@ -38,7 +38,7 @@ class ScriptRuntime:
         self._request: dict[str, Any] | None = None
         self.evaluating = False
         self.progress = 0
-        set_heap_limit(self._ctx, heap_limit)
+        _set_heap_limit(self._ctx, heap_limit)
         self._eval(_PRELUDE)
 
     # -- dukpy's native layer calls these two ------------------------------------------------
@@ -105,7 +105,7 @@ def _first_line(error: Exception) -> str:
 _KNOWN_LAYOUT: Final = "0.6.0"
 
 
-def set_heap_limit(capsule: object, limit: int) -> None:
+def _set_heap_limit(capsule: object, limit: int) -> None:
     """Set QuickJS's heap limit (dukpy fixes it at 128 MiB, too small for a 50k-agent fan-out).
 
     dukpy exposes no setting, but its extension exports QuickJS's C API and its context capsule
