@@ -84,7 +84,10 @@ def _drive(process: subprocess.Popen[str], store: RunStore, run_id: str | None, 
         process.kill()
         pytest.fail("the run did not finish in time")
     if run_id is None:
-        run_id = store.list_runs()[0].id
+        runs = store.list_runs()
+        if not runs:
+            pytest.fail(f"piflow exited {process.returncode} before starting a run: {process.communicate()[1]}")
+        run_id = runs[0].id
     return run_id
 
 
