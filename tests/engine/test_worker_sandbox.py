@@ -276,3 +276,43 @@ async def test_prompt_renders_strings_raw_and_checks_but_skips_array_extras() ->
 
 async def test_prompt_accepts_null_prototype_values() -> None:
     assert await run("return prompt('{a}', Object.assign(Object.create(null), {a: 'v'}))") == "v"
+
+
+# -- escape and exhaustion attempts: each is contained as a clear run failure --------------------------
+async def test_deep_recursion_is_a_clear_error() -> None:
+    error = await failure("function dive(n) { return dive(n + 1) + 1 } return dive(0)")
+    assert error.code == "INTERNAL_ERROR"
+    assert "stack" in error.message.lower()
+
+
+async def test_huge_string_is_contained() -> None:
+    error = await failure('let s = "x"; while (true) s = s + s;')
+    assert error.code == "INTERNAL_ERROR"
+    assert error.message in ("out of memory", "invalid string length") or "length" in error.message
+
+
+async def test_prototype_tampering_cannot_reach_the_runtime() -> None:
+    body = """
+    Object.prototype.then = function (resolve) { resolve("hijacked") };
+    Array.prototype.push = null;
+    Promise.prototype.then = function () { throw new Error("tampered then") };
+    const answer = await agent("still answered");
+    delete Object.prototype.then;
+    return answer;
+    """
+    host = Host()
+    assert await run(body, host) == "echo:still answered"
+    assert [call["prompt"] for call in host.of("agent")] == ["still answered"]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "(async function(){}).constructor('return 1')",
+        "Object.getPrototypeOf(function*(){}).constructor('yield 1')",
+        "Reflect.construct(Object.getPrototypeOf(async () => {}).constructor, ['return 1'])",
+    ],
+)
+async def test_constructor_chains_cannot_compile_code(expression: str) -> None:
+    error = await failure(f"return {expression}")
+    assert error.code == "INTERNAL_ERROR"
