@@ -1,0 +1,222 @@
+// Content of the Workflow Runs tree, as plain data: runs → pending approvals, budget, agents.
+// The VS Code tree provider only maps these nodes to TreeItems.
+
+import { compactCount, dollars, formatBudgetGauge, formatLimits, formatUsage, oneLineJson, shortId } from "./format";
+import type { AgentView } from "./protocol";
+import { isTerminal, needsAttention, type Run, type RunModel } from "./runModel";
+
+export type RunNode =
+  | { kind: "run"; runId: string }
+  | { kind: "checkpoint"; runId: string; name: string }
+  | { kind: "proposal"; runId: string; proposalId: string }
+  | { kind: "budget"; runId: string }
+  | { kind: "error"; runId: string }
+  | { kind: "agent"; runId: string; agentId: string };
+
+export interface Icon {
+  /** A codicon id, e.g. `pass` or `sync~spin`. */
+  id: string;
+  /** A theme color id, e.g. `testing.iconPassed`. */
+  color?: string;
+}
+
+export interface NodeView {
+  id: string;
+  label: string;
+  description: string;
+  tooltip: string;
+  icon: Icon;
+  /** `when`-clause value: the kind first, then the actions it offers. */
+  contextValue: string;
+  expandable: boolean;
+  expanded: boolean;
+}
+
+const AWAITING_ICON: Icon = { id: "bell-dot", color: "notificationsWarningIcon.foreground" };
+
+const RUN_ICONS: Record<string, Icon> = {
+  queued: { id: "clock" },
+  running: { id: "sync~spin" },
+  pausing: { id: "debug-pause" },
+  paused: { id: "debug-pause" },
+  awaiting_input: AWAITING_ICON,
+  completed: { id: "pass", color: "testing.iconPassed" },
+  failed: { id: "error", color: "testing.iconFailed" },
+  stopped: { id: "circle-slash" },
+  interrupted: { id: "debug-disconnect" },
+  budget_exhausted: { id: "warning", color: "notificationsWarningIcon.foreground" },
+};
+
+const AGENT_ICONS: Record<string, Icon> = {
+  queued: { id: "clock" },
+  running: { id: "sync~spin" },
+  waiting_for_child: { id: "type-hierarchy-sub" },
+  paused: { id: "debug-pause" },
+  retrying: { id: "refresh", color: "notificationsWarningIcon.foreground" },
+  completed: { id: "pass", color: "testing.iconPassed" },
+  failed: { id: "error", color: "testing.iconFailed" },
+  cancelled: { id: "circle-slash" },
+};
+
+const RESUMABLE = new Set(["paused", "interrupted", "budget_exhausted"]);
+
+/** The run actions a state allows, as the lifecycle does (spec F.1). */
+export function runActions(state: string): { pause: boolean; resume: boolean; stop: boolean } {
+  return { pause: state === "running", resume: RESUMABLE.has(state), stop: !isTerminal(state) };
+}
+
+export function rootNodes(model: RunModel): RunNode[] {
+  return model.all().map((run) => ({ kind: "run", runId: run.runId }));
+}
+
+export function childNodes(model: RunModel, node: RunNode): RunNode[] {
+  const run = model.get(node.runId);
+  if (node.kind !== "run" || !run) return [];
+  const { runId } = run;
+  const children: RunNode[] = [
+    ...run.checkpoints.map((c): RunNode => ({ kind: "checkpoint", runId, name: c.name })),
+    ...run.proposals.map((p): RunNode => ({ kind: "proposal", runId, proposalId: p.proposalId })),
+  ];
+  if (run.error) children.push({ kind: "error", runId });
+  if (run.budget && Object.keys(run.budget.limits).length > 0) children.push({ kind: "budget", runId });
+  for (const agent of run.agents ?? []) children.push({ kind: "agent", runId, agentId: agent.id });
+  return children;
+}
+
+/** How a node looks now; undefined once the run or its entry is gone. */
+export function viewNode(model: RunModel, node: RunNode): NodeView | undefined {
+  const run = model.get(node.runId);
+  if (!run) return undefined;
+  switch (node.kind) {
+    case "run":
+      return runView(run);
+    case "checkpoint":
+      return checkpointView(run, node.name);
+    case "proposal":
+      return proposalView(run, node.proposalId);
+    case "budget":
+      return budgetView(run);
+    case "error":
+      return errorView(run);
+    case "agent":
+      return agentView(run, node.agentId);
+  }
+}
+
+function leaf(id: string, fields: Pick<NodeView, "label" | "description" | "tooltip" | "icon" | "contextValue">): NodeView {
+  return { id, ...fields, expandable: false, expanded: false };
+}
+
+export function runDescription(run: Run): string {
+  const parts = [run.state.replace(/_/g, " ")];
+  if (run.phase) parts.push(run.phase);
+  if (run.agentCounts.total > 0) parts.push(`${run.agentCounts.settled}/${run.agentCounts.total} agents`);
+  if (run.tokens > 0) parts.push(`${compactCount(run.tokens)} tok`);
+  if (run.costUsd > 0) parts.push(dollars(run.costUsd));
+  return parts.join(" · ");
+}
+
+function runView(run: Run): NodeView {
+  const actions = runActions(run.state);
+  const flags = Object.entries(actions)
+    .filter(([, allowed]) => allowed)
+    .map(([action]) => action);
+  const lines = [`${run.workflowName} (${run.runId})`, runDescription(run)];
+  if (run.uri) lines.push(run.uri);
+  if (run.state === "completed" && run.result !== undefined) lines.push(`Result: ${oneLineJson(run.result, 1000)}`);
+  return {
+    id: `run/${run.runId}`,
+    label: run.workflowName,
+    description: `${shortId(run.runId)} · ${runDescription(run)}`,
+    tooltip: lines.join("\n"),
+    icon: needsAttention(run) ? AWAITING_ICON : (RUN_ICONS[run.state] ?? { id: "circle-outline" }),
+    contextValue: ["run", ...flags].join(" "),
+    // Always expandable: a run that starts without children gets them moments later, and VS Code
+    // keeps the collapsible state an item had when it first appeared.
+    expandable: true,
+    expanded: !isTerminal(run.state),
+  };
+}
+
+function checkpointView(run: Run, name: string): NodeView | undefined {
+  const checkpoint = run.checkpoints.find((c) => c.name === name);
+  if (!checkpoint) return undefined;
+  const context = checkpoint.context === null ? "" : `\nContext: ${oneLineJson(checkpoint.context, 1000)}`;
+  return leaf(`run/${run.runId}/checkpoint/${name}`, {
+    label: `checkpoint ${name}`,
+    description: checkpoint.prompt,
+    tooltip: `${checkpoint.prompt}${context}`,
+    icon: { id: "question", color: "notificationsWarningIcon.foreground" },
+    contextValue: "approval checkpoint",
+  });
+}
+
+function proposalView(run: Run, proposalId: string): NodeView | undefined {
+  const proposal = run.proposals.find((p) => p.proposalId === proposalId);
+  if (!proposal) return undefined;
+  return leaf(`run/${run.runId}/proposal/${proposalId}`, {
+    label: `budget ${shortId(proposalId)}`,
+    description: formatLimits(proposal.proposed),
+    tooltip: [
+      `Budget adjustment ${proposalId}`,
+      `Consumed: ${formatUsage(proposal.consumed)}`,
+      `Previous: ${formatLimits(proposal.previous)}`,
+      `Proposed: ${formatLimits(proposal.proposed)}`,
+    ].join("\n"),
+    icon: { id: "question", color: "notificationsWarningIcon.foreground" },
+    contextValue: "approval proposal",
+  });
+}
+
+function budgetView(run: Run): NodeView | undefined {
+  if (!run.budget) return undefined;
+  return leaf(`run/${run.runId}/budget`, {
+    label: "budget",
+    description: formatBudgetGauge(run.budget.limits, run.budget.usage),
+    tooltip: `Limits: ${formatLimits(run.budget.limits)}\nUsage: ${formatUsage(run.budget.usage)}`,
+    icon: { id: "dashboard" },
+    contextValue: "budget",
+  });
+}
+
+function errorView(run: Run): NodeView | undefined {
+  if (!run.error) return undefined;
+  return leaf(`run/${run.runId}/error`, {
+    label: run.error.code,
+    description: run.error.message,
+    tooltip: `${run.error.code}: ${run.error.message}`,
+    icon: { id: "error", color: "testing.iconFailed" },
+    contextValue: "error",
+  });
+}
+
+function agentDescription(agent: AgentView): string {
+  const parts = [agent.state.replace(/_/g, " ")];
+  if (agent.model) parts.push(agent.model);
+  if (agent.tokens > 0) parts.push(`${compactCount(agent.tokens)} tok`);
+  if (agent.costUsd > 0) parts.push(dollars(agent.costUsd));
+  if (agent.activity && (agent.state === "running" || agent.state === "retrying")) parts.push(agent.activity);
+  return parts.join(" · ");
+}
+
+function agentView(run: Run, agentId: string): NodeView | undefined {
+  const agent = run.agents?.find((a) => a.id === agentId);
+  if (!agent) return undefined;
+  const lines = [
+    agent.label,
+    `state: ${agent.state}`,
+    `model: ${agent.model ?? "(default)"}`,
+    `attempts: ${agent.attempts}`,
+    `tokens: ${agent.tokens}`,
+    `cost: ${dollars(agent.costUsd)}`,
+  ];
+  if (agent.role) lines.splice(2, 0, `role: ${agent.role}`);
+  if (agent.error) lines.push(`error: ${agent.error.code}: ${agent.error.message}`);
+  return leaf(`run/${run.runId}/agent/${agentId}`, {
+    label: agent.label,
+    description: agentDescription(agent),
+    tooltip: lines.join("\n"),
+    icon: AGENT_ICONS[agent.state] ?? { id: "circle-outline" },
+    contextValue: "agent",
+  });
+}

@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Notification } from "../../src/protocol";
+import { childNodes, rootNodes, runActions, viewNode, type RunNode } from "../../src/runTree";
+import { RunTreeProvider } from "../../src/runTreeProvider";
+import { harness, type Harness } from "./harness";
+import * as wire from "./payloads";
+import { createVscode } from "./vscodeStub";
+
+function tree(h: Harness): { label: string; description: string; icon: string; context: string; children: string[] }[] {
+  const lines = (node: RunNode): string[] =>
+    childNodes(h.model, node).map((child) => {
+      const view = viewNode(h.model, child);
+      return view ? `${view.icon.id} ${view.label} — ${view.description} [${view.contextValue}]` : "(gone)";
+    });
+  return rootNodes(h.model).map((node) => {
+    const view = viewNode(h.model, node);
+    assert.ok(view);
+    return {
+      label: view.label,
+      description: view.description,
+      icon: view.icon.id,
+      context: view.contextValue,
+      children: lines(node),
+    };
+  });
+}
+
+function quiet(): Harness {
+  const h = harness();
+  h.notify = false;
+  return h;
+}
+
+test("a started run shows at once, named by the server", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  const [run] = tree(h);
+  assert.equal(run?.label, "review");
+  assert.match(run.description, /^3f2a9c41 · running$/);
+  assert.equal(run.icon, "sync~spin");
+  assert.equal(run.context, "run pause stop");
+});
+
+test("a run without a workflow name is named after its script", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, { runId: "r1", uri: "file:///w/deploy%20all.workflow.js", workflowName: "" });
+  assert.equal(tree(h)[0]?.label, "deploy all");
+});
+
+test("progress snapshots fill the run with its agents, their state, tokens and cost", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  h.source.emit(
+    Notification.runProgress,
+    wire.progress(
+      "running",
+      [
+        wire.agentWire("scout", "completed", { tokens: 12_300, costUsd: 0.0123, role: "scout" }),
+        wire.agentWire("writer", "running", { tokens: 800, costUsd: 0.004, activity: "responding" }),
+        wire.agentWire("critic", "queued"),
+      ],
+      { phase: "audit", limits: { tokens: { soft: 10_000, hard: 20_000 } } },
+    ),
+  );
+  const [run] = tree(h);
+  assert.equal(run?.description, "3f2a9c41 · running · audit · 1/3 agents · 13.1k tok · $0.02");
+  assert.deepEqual(run.children, [
+    "dashboard budget — tokens 13.1k/20k (66%) [budget]",
+    "pass scout — completed · openai/gpt-5-mini · 12.3k tok · $0.01 [agent]",
+    "sync~spin writer — running · openai/gpt-5-mini · 800 tok · $0.0040 · responding [agent]",
+    "clock critic — queued · openai/gpt-5-mini [agent]",
+  ]);
+});
+
+test("an awaiting checkpoint comes first with Approve/Reject, and leaves once the run goes on", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  h.source.emit(Notification.checkpoint, wire.checkpoint("ship", "Ship?", { version: 2 }));
+  h.source.emit(
+    Notification.runProgress,
+    wire.progress("awaiting_input", [wire.agentWire("poet", "completed")], {
+      checkpoints: [{ name: "ship", prompt: "Ship?", context: { version: 2 } }],
+    }),
+  );
+  let [run] = tree(h);
+  assert.equal(run?.icon, "bell-dot");
+  assert.equal(run.context, "run stop");
+  assert.deepEqual(run.children[0], "question checkpoint ship — Ship? [approval checkpoint]");
+  const node: RunNode = { kind: "checkpoint", runId: wire.RUN_ID, name: "ship" };
+  assert.match(viewNode(h.model, node)?.tooltip ?? "", /Context: \{"version":2\}/);
+
+  h.source.emit(Notification.runProgress, wire.progress("running", [wire.agentWire("poet", "completed")]));
+  [run] = tree(h);
+  assert.deepEqual(run?.children, ["pass poet — completed · openai/gpt-5-mini [agent]"]);
+  assert.equal(viewNode(h.model, node), undefined, "the answered checkpoint is gone");
+});
+
+test("a budget proposal waits in the tree until the run leaves budget_exhausted", () => {
+  const h = quiet();
+  h.source.emit(Notification.runProgress, wire.progress("budget_exhausted", []));
+  h.source.emit(Notification.budgetApproval, wire.budgetApproval("9b1c7e52-aaaa"));
+  h.source.emit(Notification.runProgress, wire.progress("budget_exhausted", []));
+  let [run] = tree(h);
+  assert.equal(run?.context, "run resume stop");
+  assert.deepEqual(run.children, ["question budget 9b1c7e52 — tokens hard 4k [approval proposal]"]);
+  h.source.emit(Notification.runProgress, wire.progress("running", []));
+  [run] = tree(h);
+  assert.deepEqual(run?.children, []);
+});
+
+test("a finished run shows its result state or its error", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  h.source.emit(Notification.checkpoint, wire.checkpoint());
+  h.source.emit(
+    Notification.runFinished,
+    wire.finished("failed", { error: { code: "AGENT_FAILED", message: "Agent writer failed" } }),
+  );
+  const [run] = tree(h);
+  assert.equal(run?.icon, "error");
+  assert.equal(run.context, "run");
+  assert.deepEqual(run.children, ["error AGENT_FAILED — Agent writer failed [error]"]);
+  assert.deepEqual(h.finished.map((f) => f.state), ["failed"]);
+  assert.ok(h.logs.some((line) => line === "[3f2a9c41] failed AGENT_FAILED: Agent writer failed"));
+});
+
+test("runs are ordered by attention, then newest first", () => {
+  const h = quiet();
+  h.model.listed([
+    { runId: "a-done", uri: null, workflowName: "a", state: "completed", phase: null, agents: { total: 1, settled: 1 }, tokens: 0, costUsd: 0 },
+    { runId: "b-running", uri: null, workflowName: "b", state: "running", phase: null, agents: { total: 0, settled: 0 }, tokens: 0, costUsd: 0 },
+    { runId: "c-waiting", uri: null, workflowName: "c", state: "awaiting_input", phase: null, agents: { total: 0, settled: 0 }, tokens: 0, costUsd: 0 },
+    { runId: "d-done", uri: null, workflowName: "d", state: "completed", phase: null, agents: { total: 0, settled: 0 }, tokens: 0, costUsd: 0 },
+  ]);
+  assert.deepEqual(
+    tree(h).map((r) => r.label),
+    ["c", "b", "d", "a"],
+  );
+});
+
+test("the lifecycle decides which run actions are offered", () => {
+  assert.deepEqual(runActions("running"), { pause: true, resume: false, stop: true });
+  assert.deepEqual(runActions("paused"), { pause: false, resume: true, stop: true });
+  assert.deepEqual(runActions("interrupted"), { pause: false, resume: true, stop: true });
+  assert.deepEqual(runActions("completed"), { pause: false, resume: false, stop: false });
+});
+
+test("the tree provider maps nodes to TreeItems and refreshes on every change", () => {
+  const { api } = createVscode();
+  const h = quiet();
+  const provider = new RunTreeProvider(api, h.model);
+  let refreshes = 0;
+  provider.onDidChangeTreeData(() => refreshes++);
+  h.source.emit(Notification.runStarted, wire.started());
+  h.source.emit(Notification.runProgress, wire.progress("running", [wire.agentWire("poet", "running")]));
+  assert.equal(refreshes, 2);
+
+  const [root] = provider.getChildren();
+  assert.ok(root);
+  const item = provider.getTreeItem(root);
+  assert.equal(item.label, "review");
+  assert.equal(item.id, `run/${wire.RUN_ID}`);
+  assert.equal(item.collapsibleState, api.TreeItemCollapsibleState.Expanded);
+  assert.equal(item.contextValue, "run pause stop");
+  assert.equal((item.iconPath as { id: string }).id, "sync~spin");
+
+  const [agent] = provider.getChildren(root);
+  assert.ok(agent);
+  const agentItem = provider.getTreeItem(agent);
+  assert.equal(agentItem.collapsibleState, api.TreeItemCollapsibleState.None);
+  assert.equal(agentItem.tooltip, "poet\nstate: running\nmodel: openai/gpt-5-mini\nattempts: 1\ntokens: 0\ncost: $0");
+
+  h.source.emit(Notification.runFinished, wire.finished("completed", { result: { answer: "approved" } }));
+  assert.equal(provider.getTreeItem(root).collapsibleState, api.TreeItemCollapsibleState.Collapsed);
+  assert.match(provider.getTreeItem(root).tooltip as string, /\nResult: \{"answer":"approved"\}$/);
+  const done = provider.getTreeItem(root).iconPath as { id: string; color?: { id: string } };
+  assert.deepEqual([done.id, done.color?.id], ["pass", "testing.iconPassed"]);
+  provider.dispose();
+  h.source.emit(Notification.runStarted, wire.started());
+  assert.equal(refreshes, 3, "a disposed provider no longer listens");
+});
