@@ -192,6 +192,17 @@ def _owner_started(run_id: str) -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
+    """Own a started run to its end: quietly for `--detach`, else with progress and answers."""
+    if args.owner_process:
+        _owner_started(run_id)
+        await engine.wait(run_id)
+        return 0
+    print(run_id, flush=True)
+    await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
+    return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+
+
 async def _run(args: argparse.Namespace) -> int:
     script_path = Path(args.script).resolve()
     try:
@@ -216,13 +227,7 @@ async def _run(args: argparse.Namespace) -> int:
     with open_store(cwd) as store:
         async with Engine(store) as engine:
             run_id = await engine.launch(request)
-            if args.owner_process:
-                _owner_started(run_id)
-                await engine.wait(run_id)
-                return 0
-            print(run_id, flush=True)
-            await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
-            return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+            return await _drive(engine, run_id, args)
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -237,13 +242,7 @@ async def _resume(args: argparse.Namespace) -> int:
             if run_id not in engine.active:
                 print(f"{run_id}: {reply['state']} (owned by another piflow process)")
                 return 0
-            if args.owner_process:
-                _owner_started(run_id)
-                await engine.wait(run_id)
-                return 0
-            print(run_id, flush=True)
-            await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
-            return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+            return await _drive(engine, run_id, args)
 
 
 def _with_engine(args: argparse.Namespace, action: str) -> int:
