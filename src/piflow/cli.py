@@ -12,12 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from piflow import __version__, cli_check, cli_runs
+from piflow import __version__, cli_check, cli_doctor, cli_runs, server
 from piflow.errors import WorkflowError
 
 Registrar = Callable[[Any], None]
 
-REGISTRARS: Final[list[Registrar]] = [cli_check.register, cli_runs.register]
+REGISTRARS: Final[list[Registrar]] = [cli_check.register, cli_runs.register, cli_doctor.register, server.register]
 
 
 def build_parser(registrars: Sequence[Registrar] = REGISTRARS) -> argparse.ArgumentParser:

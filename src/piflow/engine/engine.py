@@ -27,7 +27,7 @@ from piflow.errors import WorkflowError
 
 LEASE_RENEW_SECONDS = 2.0
 CONTROL_POLL_SECONDS = 0.2
-Notifier = Callable[[ActiveRun, str], None]
+Notifier = Callable[[ActiveRun, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,12 @@ class Engine:
         env = self._environment(cwd)
         return replace(env, workflows={**self.extensions.workflows, **env.workflows})
 
-    def _notify(self, run: ActiveRun, message: str) -> None:
+    def _notify(self, run: ActiveRun, message: str, kind: str = "notice") -> None:
+        """An engine message for people (`kind`: notice, checkpoint): logged as a run event."""
         with run.batch():
-            run.emit(events.RUN_LOG, {"message": message, "notice": True})
+            run.emit(events.RUN_LOG, {"message": message, "notice": kind})
         if self._notify_hook is not None:
-            self._notify_hook(run, message)
+            self._notify_hook(run, message, kind)
 
     # -- launching ---------------------------------------------------------------------------
     async def launch(self, request: LaunchRequest) -> str:

@@ -49,7 +49,7 @@ class ActiveRun:
         backend: AgentBackend,
         resolution: ResolutionContext,
         resumed: bool,
-        notify: Callable[[ActiveRun, str], None],
+        notify: Callable[[ActiveRun, str, str], None],
         extensions: ExtensionRegistry,
     ) -> None:
         self.id = record.id
@@ -217,7 +217,7 @@ class ActiveRun:
         return record.cwd
 
     async def provider_pause(self) -> None:
-        self._notify(self, f"Workflow {self.workflow_name} paused: provider limit.")
+        self._notify(self, f"Workflow {self.workflow_name} paused: provider limit.", "notice")
         await self.lifecycle.provider_pause()
 
     def set_phase(self, name: str) -> None:
@@ -248,7 +248,7 @@ class ActiveRun:
                 self.emit(events.CHECKPOINT_STATE_CHANGED, {"name": label, "state": "awaiting",
                                                             "prompt": prompt, "context": context})
         await self.lifecycle.enter_awaiting_input()
-        self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context))
+        self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context), "checkpoint")
         self.sync_checkpoints()
         await waiter.wait()
         answer = self.store.journal(self.id).get(path)

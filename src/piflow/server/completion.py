@@ -1,0 +1,243 @@
+"""Completion while typing: model ids and aliases, roles, tools, thinking levels, option keys, snippets.
+
+Half-typed code rarely parses, so the context comes from a small lexical scan of the statement
+before the cursor (brackets, strings, comments, template literals) rather than from the tree:
+inside a string after `model:` of an agent call's options → models; after `role:` → roles; in the
+`tools: [...]` array → tools; at a key position of the options object → option keys; elsewhere,
+at the start of an identifier → primitive snippets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from lsprotocol import types
+
+from piflow.config.model_refs import THINKING_LEVELS
+from piflow.server.base import LanguageFeature, handler
+from piflow.server.docs import AGENT_OPTIONS, PRIMITIVES, THINKING_DOCS, option_markdown, primitive_markdown
+from piflow.server.documents import DocumentTable
+from piflow.server.snapshot import DocumentKind, Snapshot
+
+_KEY_BEFORE: Final = re.compile(r"""(?:([A-Za-z_$][\w$]*)|"([^"]*)"|'([^']*)')\s*:\s*$""")
+_AGENT_CALL_BEFORE: Final = re.compile(r"(?<![\w$.])(agent|conversation)\s*$")
+_IDENTIFIER_PREFIX: Final = re.compile(r"[A-Za-z_$][\w$]*$")
+_KEY_POSITION: Final = re.compile(r"[{,]\s*([A-Za-z_$][\w$]*)?$")
+
+_CLOSES: Final = {")": ("(",), "]": ("[",), "}": ("{", "${")}
+
+Slot = Literal["model", "role", "thinking", "tool", "option", "primitive"]
+_VALUE_SLOTS: Final[dict[str, Slot]] = {"model": "model", "role": "role", "thinking": "thinking"}
+
+
+@dataclass
+class _Frame:
+    """An open bracket: `(`, `[`, `{`, a template literal (`` ` ``) or a template substitution (`${`)."""
+
+    char: str
+    start: int
+    commas: int = 0
+
+
+@dataclass
+class _Scan:
+    frames: list[_Frame] = field(default_factory=list)
+    string_start: int | None = None
+    """Where the string literal holding the cursor starts (its quote), if any."""
+    in_comment: bool = False
+
+
+def _scan(text: str, start: int, end: int) -> _Scan:
+    """Lexical state at `end`, scanning from a statement boundary at `start`."""
+    state = _Scan()
+    frames = state.frames
+    i = start
+    while i < end:
+        char = text[i]
+        top = frames[-1].char if frames else ""
+        if top == "`":  # inside a template literal's text
+            if char == "\\":
+                i += 2
+                continue
+            if char == "`":
+                frames.pop()
+            elif text.startswith("${", i):
+                frames.append(_Frame("${", i))
+                i += 2
+                continue
+            i += 1
+            continue
+        if text.startswith("//", i):
+            newline = text.find("\n", i, end)
+            if newline < 0:
+                state.in_comment = True
+                return state
+            i = newline + 1
+            continue
+        if text.startswith("/*", i):
+            close = text.find("*/", i + 2, end)
+            if close < 0:
+                state.in_comment = True
+                return state
+            i = close + 2
+            continue
+        if char in "\"'":
+            j = i + 1
+            while j < end and text[j] != char and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if j >= end:
+                state.string_start = i
+                return state
+            i = j + 1
+            continue
+        if char == "`":
+            frames.append(_Frame("`", i))
+        elif char in "([{":
+            frames.append(_Frame(char, i))
+        elif char in ")]}":
+            if frames and frames[-1].char in _CLOSES[char]:
+                frames.pop()
+        elif char == "," and frames:
+            frames[-1].commas += 1
+        i += 1
+    return state
+
+
+def _options_frame(text: str, frames: list[_Frame], index: int) -> bool:
+    """Whether `frames[index]` is an object literal in the second argument of an agent/conversation call."""
+    if index < 1 or frames[index].char != "{":
+        return False
+    call = frames[index - 1]
+    if call.char != "(" or call.commas != 1:
+        return False
+    between = text[call.start + 1 : frames[index].start]
+    if not between.rstrip().endswith(","):
+        return False
+    return _AGENT_CALL_BEFORE.search(text, max(0, call.start - 64), call.start) is not None
+
+
+@dataclass(frozen=True)
+class Context:
+    slot: Slot
+    prefix: str
+    prefix_start: int
+    """Character index where the typed prefix starts (the completion replaces it)."""
+
+
+def completion_context(text: str, start: int, offset: int) -> Context | None:
+    """What may be completed at character `offset` of `text` (`start`: a statement boundary before it)."""
+    state = _scan(text, start, offset)
+    if state.in_comment:
+        return None
+    frames = state.frames
+    if state.string_start is not None:
+        prefix = text[state.string_start + 1 : offset]
+        if not frames:
+            return None
+        top = len(frames) - 1
+        before = text[frames[top].start + 1 : state.string_start]
+        if frames[top].char == "{" and _options_frame(text, frames, top):
+            key = _KEY_BEFORE.search(before)
+            name = key.group(1) or key.group(2) or key.group(3) if key else None
+            if name == "model" and ":" in prefix:
+                level = prefix.rsplit(":", 1)[1]
+                return Context("thinking", level, offset - len(level))
+            slot = _VALUE_SLOTS.get(name or "")
+            if slot is not None:
+                return Context(slot, prefix, state.string_start + 1)
+        if frames[top].char == "[" and _options_frame(text, frames, top - 1):
+            owner = _KEY_BEFORE.search(text, frames[top - 1].start + 1, frames[top].start)
+            if owner and (owner.group(1) or owner.group(2) or owner.group(3)) == "tools":
+                return Context("tool", prefix, state.string_start + 1)
+        return None
+    if frames and frames[-1].char == "{" and _options_frame(text, frames, len(frames) - 1):
+        key = _KEY_POSITION.search(text, frames[-1].start, offset)
+        if key is not None:
+            prefix = key.group(1) or ""
+            return Context("option", prefix, offset - len(prefix))
+        return None
+    word = _IDENTIFIER_PREFIX.search(text, max(start, offset - 64), offset)
+    if word is not None and (word.start() == 0 or text[word.start() - 1] != "."):
+        return Context("primitive", word.group(), word.start())
+    return None
+
+
+def _statement_start(snapshot: Snapshot, offset: int) -> int:
+    """Byte offset of the top-level statement (or error region) the cursor is in or after."""
+    if snapshot.tree is None:
+        return 0
+    start = 0
+    for child in snapshot.tree.root_node.children:
+        if child.start_byte > offset:
+            break
+        start = child.start_byte
+    return start
+
+
+def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippets: bool) -> list[types.CompletionItem]:
+    caps = snapshot.project.capabilities
+
+    def item(label: str, kind: types.CompletionItemKind, detail: str | None = None,
+             doc: str | None = None) -> types.CompletionItem:
+        return types.CompletionItem(
+            label=label, kind=kind, detail=detail,
+            documentation=types.MarkupContent(types.MarkupKind.Markdown, doc) if doc else None,
+            text_edit=types.TextEdit(edit_range, label),
+        )
+
+    if context.slot == "model":
+        aliases = [item(name, types.CompletionItemKind.Reference, f"alias → {target}")
+                   for name, target in sorted(caps.model_aliases.items())]
+        models = sorted(caps.models or caps.resolvable_models)
+        return aliases + [item(model, types.CompletionItemKind.Value, "model") for model in models]
+    if context.slot == "role":
+        roles = []
+        for name in sorted(caps.agent_types):
+            role = snapshot.project.role(name)
+            roles.append(item(name, types.CompletionItemKind.Class, role[0].description if role else None))
+        return roles
+    if context.slot == "tool":
+        return [item(tool, types.CompletionItemKind.Function, "tool") for tool in sorted(caps.tools)]
+    if context.slot == "thinking":
+        return [item(level, types.CompletionItemKind.EnumMember, THINKING_DOCS[level]) for level in THINKING_LEVELS]
+    if context.slot == "option":
+        return [item(key, types.CompletionItemKind.Property, "agent option", option_markdown(key))
+                for key in AGENT_OPTIONS]
+    found = []
+    for name, primitive in PRIMITIVES.items():
+        if not name.startswith(context.prefix):
+            continue
+        completion = item(name, types.CompletionItemKind.Snippet if snippets else types.CompletionItemKind.Function,
+                          primitive.signature, primitive_markdown(primitive))
+        if snippets:
+            completion.text_edit = types.TextEdit(edit_range, primitive.snippet)
+            completion.insert_text_format = types.InsertTextFormat.Snippet
+        found.append(completion)
+    return found
+
+
+def complete(snapshot: Snapshot, position: types.Position, snippets: bool) -> types.CompletionList | None:
+    offset = snapshot.offset(position)
+    index = snapshot.index
+    text = snapshot.text
+    char_offset = index.byte_to_char(offset)
+    context = completion_context(text, index.byte_to_char(_statement_start(snapshot, offset)), char_offset)
+    if context is None:
+        return None
+    edit_range = snapshot.range(index.char_to_byte(context.prefix_start), offset)
+    return types.CompletionList(is_incomplete=False, items=_items(snapshot, context, edit_range, snippets))
+
+
+class Completion(LanguageFeature):
+    def register(self) -> None:
+        options = types.CompletionOptions(trigger_characters=['"', "'", ":", "/", "{", ","])
+        self.server.feature(types.TEXT_DOCUMENT_COMPLETION, options)(handler(self._complete))
+
+    async def _complete(self, params: types.CompletionParams) -> types.CompletionList | None:
+        snapshot = await self.server.get_feature(DocumentTable).current(params.text_document.uri)
+        if snapshot is None or snapshot.kind is not DocumentKind.SCRIPT:
+            return None
+        snippets = self.server.client_supports("text_document.completion.completion_item.snippet_support")
+        return await self.server.run_in_thread(complete, snapshot, params.position, snippets)

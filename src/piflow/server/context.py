@@ -1,0 +1,122 @@
+"""What a position in a script refers to: a primitive, an agent option, a model, a role or a tool.
+
+Hover, go-to-definition and inlay hints ask the same question of a snapshot's parse tree, so the
+answer is computed here once. Only direct calls of `agent`/`conversation` count, as in spec B.1:
+their second argument's object literal holds the options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from tree_sitter import Node
+
+from piflow.analysis.jsliterals import string_value
+from piflow.server.docs import AGENT_OPTIONS, PRIMITIVES
+from piflow.server.snapshot import Snapshot
+
+TargetKind = Literal["primitive", "option", "model", "role", "tool", "thinking"]
+AGENT_CALLS: Final = frozenset({"agent", "conversation"})
+_VALUE_KEYS: Final[dict[str, TargetKind]] = {"model": "model", "role": "role", "thinking": "thinking"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The thing at a position; `start`/`end` are the byte span of its node (quotes included)."""
+
+    kind: TargetKind
+    value: str
+    start: int
+    end: int
+
+
+def call_name(call: Node) -> str | None:
+    """The callee of a call expression when it is a plain identifier."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "identifier" or function.text is None:
+        return None
+    return function.text.decode("utf-8", "replace")
+
+
+def options_object(node: Node | None) -> bool:
+    """Whether `node` is the options object literal of a direct agent/conversation call."""
+    if node is None or node.type != "object":
+        return False
+    arguments = node.parent
+    if arguments is None or arguments.type != "arguments" or arguments.parent is None:
+        return False
+    named = [child for child in arguments.named_children if child.type != "comment"]
+    return len(named) > 1 and named[1].id == node.id and call_name(arguments.parent) in AGENT_CALLS
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogatepass")
+
+
+def _string(node: Node) -> str | None:
+    if node.type != "string":
+        return None
+    return string_value(_text(node))
+
+
+def _pair_key(pair: Node) -> str | None:
+    key = pair.child_by_field_name("key")
+    if key is None:
+        return None
+    if key.type == "string":
+        return _string(key)
+    return _text(key) if key.type == "property_identifier" else None
+
+
+def target_at(snapshot: Snapshot, offset: int) -> Target | None:
+    """The primitive, option key or option value at a byte offset of a script."""
+    if snapshot.tree is None:
+        return None
+    node = snapshot.tree.root_node.named_descendant_for_byte_range(offset, offset)
+    if node is None:
+        return None
+    if node.type in ("string_fragment", "escape_sequence") and node.parent is not None:
+        node = node.parent
+    parent = node.parent
+    if node.type == "identifier" and parent is not None and parent.type == "call_expression":
+        name = _text(node)
+        if name in PRIMITIVES and call_name(parent) == name:
+            return Target("primitive", name, node.start_byte, node.end_byte)
+    if node.type == "property_identifier" and parent is not None and parent.type == "pair":
+        key = _text(node)
+        if key in AGENT_OPTIONS and options_object(parent.parent):
+            return Target("option", key, node.start_byte, node.end_byte)
+    value = _string(node)
+    if value is None or parent is None:
+        return None
+    if parent.type == "pair" and parent.child_by_field_name("value") == node and options_object(parent.parent):
+        kind = _VALUE_KEYS.get(_pair_key(parent) or "")
+        return Target(kind, value, node.start_byte, node.end_byte) if kind else None
+    holder = parent.parent
+    in_tools = parent.type == "array" and holder is not None and holder.type == "pair" and _pair_key(holder) == "tools"
+    if in_tools and holder is not None and options_object(holder.parent):
+        return Target("tool", value, node.start_byte, node.end_byte)
+    return None
+
+
+def model_values(snapshot: Snapshot) -> Iterator[Target]:
+    """Every static `model: "..."` of an agent/conversation call, in source order."""
+    if snapshot.tree is None:
+        return
+    for call in snapshot.calls or ():
+        if call.kind not in AGENT_CALLS or call.model is None:
+            continue
+        start, end = snapshot.body_span(call.start, call.end)
+        node = snapshot.tree.root_node.descendant_for_byte_range(start, end)
+        arguments = node.child_by_field_name("arguments") if node is not None else None
+        options = [child for child in arguments.named_children if child.type != "comment"] if arguments else []
+        if len(options) < 2 or options[1].type != "object":
+            continue
+        for pair in reversed(options[1].named_children):  # the effective (last) `model` key
+            if pair.type == "pair" and _pair_key(pair) == "model":
+                value = pair.child_by_field_name("value")
+                if value is not None and _string(value) is not None:
+                    yield Target("model", _string(value) or "", value.start_byte, value.end_byte)
+                break

@@ -1,0 +1,102 @@
+"""Hover: what a primitive or an agent option does, what a model reference resolves to, what a role is."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from piflow.server.base import LanguageFeature, handler
+from piflow.server.context import Target, target_at
+from piflow.server.docs import PRIMITIVES, THINKING_DOCS, option_markdown, primitive_markdown
+from piflow.server.documents import DocumentTable
+from piflow.server.projects import Project
+from piflow.server.snapshot import DocumentKind, Snapshot
+
+
+def model_markdown(project: Project, requested: str) -> str:
+    info = project.resolve_model(requested)
+    lines = []
+    if info.alias_target is not None:
+        lines.append(f"**`{requested}`** → `{info.alias_target}` (model alias, {project.capabilities.settings_path})")
+    else:
+        lines.append(f"**`{requested}`**" + (f" → `{info.resolved}`" if info.resolved not in (None, requested) else ""))
+    if info.error is not None:
+        lines.append(f"⚠ {info.error}")
+    elif not info.verified:
+        lines.append("Availability cannot be verified: no model registry (`models.json`) is configured.")
+    elif info.available:
+        lines.append("✓ available")
+    else:
+        lines.append("✗ not available: the model or its provider's API key is not configured")
+    registry = project.config.registry if project.config is not None else None
+    model = registry.model(info.resolved.split(":")[0]) if registry is not None and info.resolved else None
+    if model is not None:
+        details = [f"name: {model.name}"]
+        if model.context_window:
+            details.append(f"context: {model.context_window:,} tokens")
+        if model.cost.input or model.cost.output:
+            details.append(f"cost: ${model.cost.input:g} in / ${model.cost.output:g} out per Mtok")
+        lines.append(" · ".join(details))
+    return "\n\n".join(lines)
+
+
+def role_markdown(project: Project, name: str) -> str:
+    found = project.role(name)
+    if found is None:
+        known = ", ".join(f"`{role}`" for role in sorted(project.capabilities.agent_types)) or "none"
+        return f"**role `{name}`** — unknown. Roles: {known}"
+    role, path = found
+    lines = [f"**role `{name}`**" + (f" — {role.description}" if role.description else "")]
+    facts = []
+    if role.model:
+        facts.append(f"model: `{role.model}`" + (f" (thinking {role.thinking})" if role.thinking else ""))
+    elif role.thinking:
+        facts.append(f"thinking: {role.thinking}")
+    facts.append("tools: " + (", ".join(f"`{tool}`" for tool in role.tools) if role.tools is not None else "all"))
+    lines.append(" · ".join(facts))
+    lines.append(f"[{path.name}]({path.as_uri()})")
+    return "\n\n".join(lines)
+
+
+def tool_markdown(project: Project, name: str) -> str:
+    if name in project.capabilities.tools:
+        return f"**tool `{name}`** — available to workflow agents"
+    known = ", ".join(f"`{tool}`" for tool in sorted(project.capabilities.tools))
+    return f"**tool `{name}`** — not available. Tools: {known}"
+
+
+def markdown_for(snapshot: Snapshot, target: Target) -> str:
+    project = snapshot.project
+    if target.kind == "primitive":
+        return primitive_markdown(PRIMITIVES[target.value])
+    if target.kind == "option":
+        return option_markdown(target.value)
+    if target.kind == "model":
+        return model_markdown(project, target.value)
+    if target.kind == "role":
+        return role_markdown(project, target.value)
+    if target.kind == "tool":
+        return tool_markdown(project, target.value)
+    return f"**thinking `{target.value}`** — {THINKING_DOCS.get(target.value, 'not a thinking level')}"
+
+
+def hover_at(snapshot: Snapshot, position: types.Position, markdown: bool) -> types.Hover | None:
+    target = target_at(snapshot, snapshot.offset(position))
+    if target is None:
+        return None
+    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    content = types.MarkupContent(kind, markdown_for(snapshot, target))
+    return types.Hover(content, snapshot.range(target.start, target.end))
+
+
+class Hover(LanguageFeature):
+    def register(self) -> None:
+        self.server.feature(types.TEXT_DOCUMENT_HOVER)(handler(self._hover))
+
+    async def _hover(self, params: types.HoverParams) -> types.Hover | None:
+        snapshot = await self.server.get_feature(DocumentTable).current(params.text_document.uri)
+        if snapshot is None or snapshot.kind is not DocumentKind.SCRIPT:
+            return None
+        formats = self.server.client_capabilities.text_document
+        hover = formats.hover if formats is not None else None
+        markdown = hover is None or not hover.content_format or types.MarkupKind.Markdown in hover.content_format
+        return await self.server.run_in_thread(hover_at, snapshot, params.position, markdown)
