@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance import expected, load_cases, substitute
 
+from conformance import expected, load_cases, substitute
 from piflow.analysis.launch import LaunchContext, RegisteredWorkflow, validate_workflow_launch
 from piflow.errors import WorkflowError
 

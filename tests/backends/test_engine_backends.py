@@ -22,8 +22,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer)
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    cost = {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}
     providers = {"local": {"baseUrl": server.url, "api": "openai-completions", "apiKey": "sk-literal",
-                           "models": [{"id": "m1", "cost": {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}}]}}
+                           "models": [{"id": "m1", "cost": cost}]}}
     (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
     root = tmp_path / "project"
     root.mkdir()
