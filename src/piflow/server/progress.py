@@ -207,6 +207,9 @@ class RunNotifications(LanguageFeature):
             context=payload.get("context"),
         )
         if self.server.options.custom_notifications:
+            # a fresh snapshot first (in order with any snapshot already on its way), so a client
+            # never sees the run as running after it was asked the question
+            await self._send_progress(event.host, event.run_id)
             self.server.notify_custom("piflow/checkpoint", question.to_wire())
         elif event.own:
             text = (f"Workflow {payload.get('workflowName', '')} checkpoint {name}: {question.prompt}\n"
