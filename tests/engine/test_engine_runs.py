@@ -198,3 +198,29 @@ async def test_run_view_has_budget_and_checkpoints(engine: Engine, launch, store
     assert [e["type"] for e in view["budget"]["events"]] == ["soft_crossed"]
     engine.respond(run_id, name="go", approved=True)
     assert (await finished(engine, run_id)).result == "approved"
+
+
+async def test_conversation_turns_are_journaled_per_turn_and_replayed(
+    project: Path, store: RunStore
+) -> None:
+    from piflow.engine.engine import LaunchRequest
+
+    script = """
+    const dev = conversation("dev", {label: "dev"});
+    const one = await dev.run("first");
+    const two = await dev.run("second", {timeoutMs: 5000});
+    await checkpoint({name: "pause here", prompt: "Continue?", context: null});
+    return [one, two, await dev.run("third")];
+    """
+    async with Engine(store) as first:
+        run_id = await first.launch(LaunchRequest(script=script, cwd=str(project)))
+        await wait_for(lambda: store.awaiting_checkpoints(run_id))
+    turns = sorted(path for path in store.journal(run_id) if "turn%3A" in path)
+    assert [path.rsplit("/", 1)[1] for path in turns] == ["turn%3A1", "turn%3A2"]
+    async with Engine(store) as second:
+        await second.resume(run_id)
+        await wait_for(lambda: store.awaiting_checkpoints(run_id))
+        second.respond(run_id, name="pause here", approved=True)
+        record = await finished(second, run_id)
+    assert record.result == ["[scripted] first", "[scripted] second", "[scripted] third"]
+    assert len(store.agents(run_id)) == 3, "the two journaled turns were replayed, not re-run"
