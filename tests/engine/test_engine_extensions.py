@@ -80,6 +80,8 @@ def test_registration_rules() -> None:
     with pytest.raises(WorkflowError, match="summarize input must describe one object"):
         bad = {**EXTENSION["functions"]["summarize"], "input": {"type": "string"}}
         ExtensionRegistry().register({**EXTENSION, "functions": {"summarize": bad}})
+    with pytest.raises(WorkflowError, match="Agent setup hooks are not supported by piflow yet: audit"):
+        ExtensionRegistry().register({**EXTENSION, "agentSetupHooks": {"audit": {"setup": lambda s, c: None}}})
     reg.frozen = True
     with pytest.raises(WorkflowError) as err:
         reg.register(EXTENSION)
