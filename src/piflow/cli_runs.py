@@ -152,6 +152,8 @@ def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
             out.write(format_progress(view) + "\n")
         if view["state"] == "completed":
             out.write(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}\n")
+            for worktree in view["worktrees"]:
+                out.write(f"Worktree: {worktree['branch']} ({worktree['path']})\n")
         elif view.get("error"):
             error = WorkflowError(view["error"]["code"], view["error"]["message"])
             out.write(f"{view['state']}: {error.code}: {format_workflow_failure(error)}\n")
@@ -316,6 +318,8 @@ def _show(args: argparse.Namespace) -> int:
         if agent["error"]:
             line += f" error={agent['error']['code']}: {agent['error']['message']}"
         print(line)
+    for worktree in view["worktrees"]:
+        print(f"  worktree {worktree['owner']}: branch {worktree['branch']} at {worktree['path']}")
     for proposal in view["proposals"]:
         if proposal["state"] == "pending":
             print(f"  budget proposal {proposal['proposalId']}: {json.dumps(proposal['proposed'])}")

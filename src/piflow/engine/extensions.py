@@ -97,8 +97,8 @@ class ExtensionRegistry:
         if any(not isinstance(group, Mapping) for group in groups.values()) or not any(groups.values()):
             raise _metadata("Workflow extensions require functions, variables, workflows, or agent setup hooks")
         if groups["agentSetupHooks"]:  # refused rather than silently ignored (spec L.5 is not implemented)
-            names = ", ".join(sorted(groups["agentSetupHooks"]))
-            raise WorkflowError("INVALID_METADATA", f"Agent setup hooks are not supported by piflow yet: {names}")
+            hooks = ", ".join(sorted(groups["agentSetupHooks"]))
+            raise WorkflowError("INVALID_METADATA", f"Agent setup hooks are not supported by piflow yet: {hooks}")
         functions = {name: self._function(name, spec, source) for name, spec in groups["functions"].items()}
         variables = {name: self._variable(name, spec, source) for name, spec in groups["variables"].items()}
         names = list(functions) + list(variables)
