@@ -80,8 +80,13 @@ def test_registration_rules() -> None:
     with pytest.raises(WorkflowError, match="summarize input must describe one object"):
         bad = {**EXTENSION["functions"]["summarize"], "input": {"type": "string"}}
         ExtensionRegistry().register({**EXTENSION, "functions": {"summarize": bad}})
-    with pytest.raises(WorkflowError, match="Agent setup hooks are not supported by piflow yet: audit"):
-        ExtensionRegistry().register({**EXTENSION, "agentSetupHooks": {"audit": {"setup": lambda s, c: None}}})
+    with pytest.raises(WorkflowError, match="Invalid agent setup hook: audit"):
+        ExtensionRegistry().register({**EXTENSION, "agentSetupHooks": {"audit": {"setup": 5}}})
+    with pytest.raises(WorkflowError, match="Agent setup hook already registered: audit"):
+        hooked = ExtensionRegistry()
+        hooked.register({**EXTENSION, "agentSetupHooks": {"audit": {"setup": lambda s, c: None}}})
+        hooked.register({"version": "1.0.0", "headline": "h", "description": "d",
+                         "agentSetupHooks": {"audit": {"setup": lambda s, c: None}}})
     reg.frozen = True
     with pytest.raises(WorkflowError) as err:
         reg.register(EXTENSION)
@@ -103,3 +108,42 @@ def test_entry_point_extensions_are_discovered(tmp_path: Path, monkeypatch: pyte
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("demo_ext", None)
     assert "greet" in load_extensions().workflows
+
+
+async def test_setup_hooks_adjust_every_attempt_in_priority_order(project: Path, store: RunStore) -> None:
+    order: list[str] = []
+
+    def late(setup: dict[str, Any], context: dict[str, Any]) -> None:
+        order.append(f"late:{context['attempt']}")
+        setup["prompt"] = setup["prompt"] + " (checked)"
+
+    async def early(setup: dict[str, Any], context: dict[str, Any]) -> None:
+        order.append("early")
+        setup["options"]["tools"] = ["read"]
+
+    reg = ExtensionRegistry()
+    reg.register({"version": "1.0.0", "headline": "Policy", "description": "Adds a note",
+                  "agentSetupHooks": {"late": {"setup": late}, "early": {"priority": 1, "setup": early}}})
+    async with Engine(store, extensions=reg) as engine:
+        run_id = await engine.launch(LaunchRequest(script='return await agent("task")', cwd=str(project)))
+        record = await finished(engine, run_id)
+    assert record.result == "[scripted] task (checked)"
+    assert order == ["early", "late:1"]
+    [agent] = store.agents(run_id)
+    assert agent.state == "completed"
+
+
+async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path, store: RunStore) -> None:
+    def broken(setup: dict[str, Any], context: dict[str, Any]) -> None:
+        raise RuntimeError("no credentials")
+
+    reg = ExtensionRegistry()
+    reg.register({"version": "1.0.0", "headline": "Broken", "description": "Fails",
+                  "agentSetupHooks": {"broken": {"setup": broken}}})
+    async with Engine(store, extensions=reg) as engine:
+        script = 'try { await agent("task", {retries: 3}) } catch (e) { return [e.code, e.message] }'
+        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
+        record = await finished(engine, run_id)
+    assert record.result == ["AGENT_FAILED", "Agent setup hook broken failed: no credentials"]
+    [agent] = store.agents(run_id)
+    assert agent.attempts == 1

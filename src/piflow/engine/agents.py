@@ -14,7 +14,8 @@ from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
 from piflow.engine.prompts import attempt_prompt
-from piflow.engine.resolution import AgentSpec
+from piflow.engine.resolution import AgentSpec, resolve_model
+from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered
 from piflow.engine.store import AgentRecord, AttemptRecord
 from piflow.errors import WorkflowError
 
@@ -241,6 +242,8 @@ class AgentRunner:
                 self._update(state="running", attempts=attempt)
                 try:
                     return await self._one_attempt(attempt, previous_error)
+                except SetupFailed as exc:  # a throwing setup hook is not retried (spec L.5)
+                    raise await self._fail(exc) from None
                 except ProviderRateLimited:
                     await run.provider_pause()
                     attempt -= 1
@@ -261,24 +264,41 @@ class AgentRunner:
         control.soft_sent = soft is not None
         label = spec.label or spec.display_name
         owner = self.record.worktree_owner
+        setup = SessionSetup(
+            task=self.task,
+            options=spec.options,
+            cwd=await run.agent_cwd(owner),
+            model=spec.model,
+            thinking=spec.thinking,
+            tools=spec.tools,
+            session_label=f"{run.workflow_name}:{label}:attempt-{attempt}",
+            system_append=spec.system_append,
+        )
+        hooks = ordered(run.extensions.setup_hooks)
+        if hooks:
+            context = {"run": {"cwd": run.cwd, "runId": run.id, "workflow": run.workflow_name},
+                       "identity": {"agentId": self.record.id, "journalPath": self.journal_path}, "attempt": attempt}
+            setup, _summary = await apply_hooks(
+                hooks, setup, context, lambda requested: resolve_model(requested, run.resolution)
+            )
         request = AttemptRequest(
             run_id=run.id,
             agent_id=self.record.id,
             attempt=attempt,
             workflow_name=run.workflow_name,
             label=label,
-            task=self.task,
+            task=setup.task,
             prompt=attempt_prompt(
                 run.workflow_name,
                 label,
-                self.task,
+                setup.task,
                 retry_of=(attempt, previous_error) if previous_error is not None else None,
                 soft_instruction=soft,
             ),
-            model=spec.model,
-            thinking=spec.thinking,
-            tools=spec.tools,
-            cwd=await run.agent_cwd(owner),
+            model=setup.model,
+            thinking=setup.thinking,
+            tools=setup.tools,
+            cwd=setup.cwd,
             role=spec.role,
             system_append=spec.system_append,
             output_schema=spec.output_schema,

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from piflow.analysis.launch import RegisteredWorkflow
 from piflow.analysis.schemas import validate_schema
+from piflow.engine.setup_hooks import AgentSetupHook, parse_hook
 from piflow.errors import WorkflowError
 from piflow.jsvalues import is_plain_json
 
@@ -83,6 +84,7 @@ class ExtensionRegistry:
     functions: dict[str, WorkflowFunction] = field(default_factory=dict)
     variables: dict[str, WorkflowVariable] = field(default_factory=dict)
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
+    setup_hooks: dict[str, AgentSetupHook] = field(default_factory=dict)
     headlines: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     frozen: bool = False
 
@@ -96,9 +98,6 @@ class ExtensionRegistry:
         groups = {key: ext.get(key) or {} for key in ("functions", "variables", "workflows", "agentSetupHooks")}
         if any(not isinstance(group, Mapping) for group in groups.values()) or not any(groups.values()):
             raise _metadata("Workflow extensions require functions, variables, workflows, or agent setup hooks")
-        if groups["agentSetupHooks"]:  # refused rather than silently ignored (spec L.5 is not implemented)
-            hooks = ", ".join(sorted(groups["agentSetupHooks"]))
-            raise WorkflowError("INVALID_METADATA", f"Agent setup hooks are not supported by piflow yet: {hooks}")
         functions = {name: self._function(name, spec, source) for name, spec in groups["functions"].items()}
         variables = {name: self._variable(name, spec, source) for name, spec in groups["variables"].items()}
         names = list(functions) + list(variables)
@@ -112,7 +111,9 @@ class ExtensionRegistry:
             if name in self.functions or name in self.variables:
                 raise WorkflowError("GLOBAL_COLLISION", f"Global name is already registered: {name}")
         workflows = {name: self._workflow(name, spec) for name, spec in groups["workflows"].items()}
+        hooks = {name: self._hook(name, spec) for name, spec in groups["agentSetupHooks"].items()}
         self.functions.update(functions)
+        self.setup_hooks.update(hooks)
         self.variables.update(variables)
         self.workflows.update(workflows)
         self.headlines[source] = (str(ext["version"]), str(ext["headline"]), str(ext["description"]))
@@ -133,6 +134,14 @@ class ExtensionRegistry:
             raise _metadata(f"Invalid workflow variable: {name}")
         return WorkflowVariable(name, spec["description"], validate_schema(spec.get("schema"), f"{name} schema"),
                                 spec["resolve"], source)
+
+    def _hook(self, name: str, spec: Any) -> AgentSetupHook:
+        if not _IDENTIFIER.match(name):
+            raise _metadata(f"Invalid agent setup hook: {name}")
+        hook = parse_hook(name, spec)
+        if name in self.setup_hooks:
+            raise WorkflowError("DUPLICATE_NAME", f"Agent setup hook already registered: {name}")
+        return hook
 
     def _workflow(self, name: str, spec: Any) -> RegisteredWorkflow:
         if not _IDENTIFIER.match(name) or not isinstance(spec, Mapping) or _blank(spec.get("description")) \

@@ -83,7 +83,8 @@ class AgentSpec:
         return self.model.name if self.thinking is None else f"{self.model.name}:{self.thinking}"
 
 
-def _resolve_model(requested: str, ctx: ResolutionContext) -> ModelRef:
+def resolve_model(requested: str, ctx: ResolutionContext) -> ModelRef:
+    """A model reference as this run may use it: aliases (blocked ones refused), bare ids, availability."""
     suffix = f" (settings: {ctx.settings_path})" if ctx.settings_path else ""
     if requested in ctx.blocked_aliases and requested not in ctx.aliases:
         raise WorkflowError(
@@ -114,7 +115,7 @@ def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "
         if tool not in ctx.root_tools:
             raise WorkflowError("UNKNOWN_TOOL", f"Tool is outside the launching session boundary: {tool}")
     requested = options.get("model") or (role.model if role is not None else None) or ctx.launch_model
-    model = _resolve_model(requested, ctx)
+    model = resolve_model(requested, ctx)
     alias_thinking = None
     if requested in ctx.aliases:
         alias_thinking = parse_model_reference(ctx.aliases[requested]).thinking

@@ -1,0 +1,111 @@
+"""Agent setup hooks of extensions: trusted code that adjusts every attempt before it starts (spec L.5)."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from piflow.config.model_refs import THINKING_LEVELS, ModelRef
+from piflow.errors import WorkflowError
+
+DEFAULT_PRIORITY = 10
+
+
+@dataclass(frozen=True)
+class AgentSetupHook:
+    name: str
+    priority: float
+    setup: Callable[[dict[str, Any], dict[str, Any]], Any]
+
+
+def parse_hook(name: str, spec: Any) -> AgentSetupHook:
+    """`{priority?, setup}` with a callable `setup` and a finite numeric priority."""
+    priority = spec.get("priority", DEFAULT_PRIORITY) if isinstance(spec, Mapping) else None
+    if (
+        not isinstance(spec, Mapping)
+        or set(spec) - {"priority", "setup"}
+        or not callable(spec.get("setup"))
+        or isinstance(priority, bool)
+        or not isinstance(priority, (int, float))
+        or not math.isfinite(priority)
+    ):
+        raise WorkflowError("INVALID_METADATA", f"Invalid agent setup hook: {name}")
+    return AgentSetupHook(name, float(priority), spec["setup"])
+
+
+def ordered(hooks: Mapping[str, AgentSetupHook]) -> list[AgentSetupHook]:
+    """Ascending priority, ties by name in code-unit order."""
+    return sorted(hooks.values(), key=lambda hook: (hook.priority, hook.name.encode("utf-16-be")))
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """What an attempt starts with; hooks may change the task, model, thinking, tools and cwd."""
+
+    task: str
+    options: dict[str, Any]
+    cwd: str
+    model: ModelRef
+    thinking: str | None
+    tools: tuple[str, ...]
+    session_label: str
+    system_append: str | None
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class SetupFailed(WorkflowError):
+    """A hook threw: the agent fails without retry (spec L.5)."""
+
+
+async def apply_hooks(
+    hooks: Sequence[AgentSetupHook],
+    setup: SessionSetup,
+    context: dict[str, Any],
+    resolve_model: Callable[[str], ModelRef],
+) -> tuple[SessionSetup, dict[str, Any]]:
+    """Run every hook on a fresh copy of the setup; returns the adjusted setup and its summary."""
+    state: dict[str, Any] = {
+        "prompt": setup.task,
+        "options": copy.deepcopy(setup.options),
+        "sessionInput": {
+            "cwd": setup.cwd,
+            "model": setup.model.name,
+            "tools": list(setup.tools),
+            "sessionLabel": setup.session_label,
+            "systemPromptAppend": setup.system_append,
+            "options": copy.deepcopy(setup.options),
+        },
+    }
+    for hook in hooks:
+        try:
+            result = hook.setup(state, context)
+            if inspect.isawaitable(result):
+                await result
+        except WorkflowError as exc:
+            raise SetupFailed(exc.code, exc.message) from None
+        except Exception as exc:  # trusted code, but its failure must fail only this agent
+            raise SetupFailed("AGENT_FAILED", f"Agent setup hook {hook.name} failed: {exc}") from None
+    options = _mapping(state.get("options"))
+    session = _mapping(state.get("sessionInput"))
+    adjusted = setup
+    if isinstance(state.get("prompt"), str):
+        adjusted = replace(adjusted, task=state["prompt"])
+    if options.get("model") not in (None, setup.options.get("model")):
+        adjusted = replace(adjusted, model=resolve_model(str(options["model"])))
+    if options.get("thinking") in THINKING_LEVELS and options.get("thinking") != setup.options.get("thinking"):
+        adjusted = replace(adjusted, thinking=options["thinking"])
+    if isinstance(options.get("tools"), list) and options["tools"] != setup.options.get("tools"):
+        adjusted = replace(adjusted, tools=tuple(str(tool) for tool in options["tools"]))
+    cwd = options.get("cwd") if isinstance(options.get("cwd"), str) else session.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        adjusted = replace(adjusted, cwd=cwd)
+    summary = {"hookNames": [hook.name for hook in hooks], "model": adjusted.model.name,
+               "tools": list(adjusted.tools), "cwd": adjusted.cwd}
+    return adjusted, summary
