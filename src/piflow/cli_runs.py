@@ -206,19 +206,24 @@ async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    script_path = Path(args.script).resolve()
-    try:
-        script = script_path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkflowError("INVALID_SYNTAX", f"Cannot read {args.script}: {exc.strerror}") from None
-    cwd = project_root(str(script_path.parent))
+    if (args.script is None) == (args.workflow is None):
+        raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
+    script_path = Path(args.script).resolve() if args.script else None
+    script = ""
+    if script_path is not None:
+        try:
+            script = script_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WorkflowError("INVALID_SYNTAX", f"Cannot read {args.script}: {exc.strerror}") from None
+    cwd = project_root(str(script_path.parent) if script_path else os.getcwd())
     if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
         print("piflow: no backend configured, agents answer from the scripted backend "
               "(set [piflow] backend in piflow.toml or pass --backend)", file=sys.stderr)
     request = LaunchRequest(
         script=script,
         cwd=cwd,
-        script_path=str(script_path),
+        script_path=str(script_path) if script_path else None,
+        workflow=args.workflow,
         name=args.name,
         args=_json_arg(args.args, "args"),
         budget=_json_arg(args.budget, "budget"),
@@ -333,7 +338,8 @@ def _show(args: argparse.Namespace) -> int:
 def register(commands: Any) -> None:
     """Add the run commands to the `piflow` argument parser's subcommands."""
     run = commands.add_parser("run", help="run a workflow script with live progress")
-    run.add_argument("script")
+    run.add_argument("script", nargs="?", help="a workflow script (or use --workflow)")
+    run.add_argument("--workflow", help="run a workflow an installed extension registered, by name")
     run.add_argument("--name")
     run.add_argument("--args", help="JSON value passed to the script as `args`")
     run.add_argument("--budget", help='JSON budget, e.g. {"tokens":{"soft":1000,"hard":2000}}')

@@ -147,3 +147,12 @@ async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path
     assert record.result == ["AGENT_FAILED", "Agent setup hook broken failed: no credentials"]
     [agent] = store.agents(run_id)
     assert agent.attempts == 1
+
+
+async def test_registered_workflows_run_by_name(project: Path, store: RunStore) -> None:
+    async with Engine(store, extensions=registry()) as engine:
+        run_id = await engine.launch(LaunchRequest(script="", workflow="hello", args="team", cwd=str(project)))
+        record = await finished(engine, run_id)
+        assert (record.workflow_name, record.result) == ("hello", "hello team")
+        with pytest.raises(WorkflowError, match="Workflow is unavailable: nope"):
+            await engine.launch(LaunchRequest(script="", workflow="nope", cwd=str(project)))

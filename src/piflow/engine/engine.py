@@ -37,6 +37,8 @@ class LaunchRequest:
     script: str
     cwd: str
     script_path: str | None = None
+    workflow: str | None = None
+    """A registered workflow's name (spec L.2), instead of `script`."""
     name: str | None = None
     description: str | None = None
     args: Any = None
@@ -123,7 +125,7 @@ class Engine:
         concurrency = request.concurrency if request.concurrency is not None else env.concurrency
         self.scheduler.register("__probe__", concurrency)
         self.scheduler.unregister("__probe__")
-        name = (request.name or "").strip() or _default_name(request.script_path)
+        name = (request.name or "").strip() or request.workflow or _default_name(request.script_path)
         backend_name = request.backend or env.backend
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
@@ -144,7 +146,7 @@ class Engine:
             created_at=now,
             updated_at=now,
         )
-        self.store.create_run(record, request.script, snapshot)
+        self.store.create_run(record, snapshot["script"], snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
         stored = self.store.get_run(record.id)
         assert stored is not None

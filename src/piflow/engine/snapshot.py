@@ -46,7 +46,11 @@ def build_snapshot(
     backend: str,
 ) -> dict[str, Any]:
     """Validate the launch (B.2) and pin everything a resume must see unchanged."""
-    params: dict[str, Any] = {"name": name, "script": request.script}
+    params: dict[str, Any] = {"name": name}
+    if request.workflow is not None:
+        params["workflow"] = request.workflow
+    else:
+        params["script"] = request.script
     if request.description is not None:
         params["description"] = request.description
     launch = validate_workflow_launch(params, env.launch_context())
@@ -68,7 +72,7 @@ def build_snapshot(
     if env.model_aliases:
         settings["modelAliases"] = dict(env.model_aliases)
     return {
-        "script": request.script,
+        "script": launch.script,
         "args": args,
         "metadata": checked["metadata"],
         "settings": settings,
