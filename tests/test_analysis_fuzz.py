@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import load_cases
 from piflow import Capabilities, Finding, WorkflowError, analyze, inspect_script, preflight
-from piflow.analysis import ScriptDocument, analyze_document
+from piflow.analysis import ScriptDocument, analyze_document, walker
+from piflow.analysis.dialects import DIALECTS
 
 CAPS = Capabilities.create(models=["openai/gpt"], tools=["read"], agent_types=["reviewer"])
 SCRIPTS = [case["script"] for case in load_cases("preflight") if len(case["script"]) < 2_000]
@@ -124,3 +128,105 @@ def _boundary(document: ScriptDocument, offset: int) -> int:
     while 0 < offset < len(data) and (data[offset] & 0xC0) == 0x80:
         offset -= 1
     return offset
+
+
+# -- the walk's shortcuts (walker module docstring) find what the full walk finds -----------------------
+
+LITERALS = [
+    "1",
+    "01",
+    "08",
+    "0.5",
+    "1n",
+    "0x1F",
+    ".5",
+    '"a"',
+    "'b'",
+    '"\\07"',
+    '"\\8"',
+    '"\\u0061"',
+    "x",
+    "await",
+    "yield",
+    "let",
+    "static",
+    "conversation",
+    "withWorktree",
+    "__pi_extensible_workflows_agent",
+    "\\u0061wait",
+    "undefined",
+    "null",
+    "true",
+    "/re/g",
+    "/re/gg",
+    "-1",
+    "delete x",
+    "...x",
+    "`t`",
+    "() => 1",
+    "f()",
+    "[1, , 2]",
+    "[await, 01]",
+    "{}",
+    "{ a }",
+    "{ conversation }",
+    "{ [k]: 1 }",
+    "{ m() {} }",
+    '{ "k\\07": 1 }',
+    "{ 01: 1 }",
+    '{ "await": 1 }',
+    "{ __proto__: 1, __proto__: 2 }",
+    '{ "__proto__": 1, "__proto__": 2 }',
+    "{ a: 1 <!-- c\n }",
+    "{ a: /* c */ 1 }",
+    "{ a: 1,\n--> c\n b: 2 }",
+    "{ a:\n--> c\n 1 }",
+    '{ a: { b: [ "c", 0o7, 07 ] } }',
+    "a ** b",
+    '{ "\\u0061": 1 }',
+    "{ a: 1,, }",
+    "this.#x",
+    "class { #y; m() { return this.#y + this.#z; } }",
+    "-x ** 2",
+    "([a, ...b,]) => 1",
+    "f(1,, 2)",
+    "f(1, /* c */, 2)",
+    "`\\07 ${x}`",
+]
+CONTEXTS = [
+    'agent("t", {{ model: {0}, tools: [{0}] }});',
+    "{0}; agent({0}, {0});",
+    'await parallel("p", {{ a: () => agent({0}, {{ label: {0} }}), b: checkpoint({0}) }});',
+    'function f() {{ return conversation("c", {0}); }}',
+    'await pipeline("p", {0}, {{ s: (x) => withWorktree({0}, () => phase({0})) }});',
+]
+
+
+def full_walk_facts(text: str) -> list[str]:
+    """The facts of a walk with every check on every statement and every call argument walked."""
+    with (
+        patch.object(walker, "_markers", lambda data, start, end: -1),
+        patch.object(walker.StatementWalker, "_inert", lambda self, expr: False),
+    ):
+        return walk_facts(text)
+
+
+def walk_facts(text: str) -> list[str]:
+    # repr: literal values such as regular expressions are opaque objects compared by identity
+    return [
+        repr([(item.base, item.fact) for item in ScriptDocument(text).facts(dialect.walk).statements])
+        for dialect in DIALECTS.values()
+    ]
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_walk_shortcuts_on_literal_arguments(context: str) -> None:
+    for value in LITERALS:
+        text = context.format(value)
+        assert walk_facts(text) == full_walk_facts(text), text
+
+
+@FUZZ
+@given(SCRIPT)
+def test_walk_shortcuts_on_random_scripts(text: str) -> None:
+    assert walk_facts(text) == full_walk_facts(text)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+
 import pytest
 
 from piflow import Capabilities, Finding, analyze
 from piflow.analysis import ScriptDocument, analyze_document
 from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import validate_subagents_script
+from piflow.analysis.expressions import LiteralExpr
+from piflow.analysis.facts import SyntaxIssue
+from piflow.analysis.records import fast_init
 
 C0 = Capabilities.create(models=["openai/gpt"], tools=["read"], agent_types=["reviewer"])
 ALIASED = Capabilities.create(
@@ -285,3 +291,32 @@ def test_subagents_runtime_literal_checks() -> None:
         ("SUBAGENTS_STEER", "error"),
         ("SUBAGENTS_UNAWAITED", "warning"),
     ]
+
+
+# -- facts stay frozen dataclasses with their constructors' signatures (records.fast_init) ---------------
+
+
+def test_fast_init_keeps_frozen_dataclass_semantics() -> None:
+    issue = SyntaxIssue(1, 2, "Unexpected token")
+    assert issue == SyntaxIssue(1, 2, "Unexpected token", "acorn", None, False)
+    assert hash(issue) == hash(SyntaxIssue(start=1, end=2, message="Unexpected token"))
+    parameters = inspect.signature(SyntaxIssue).parameters.values()
+    assert [(parameter.name, parameter.default) for parameter in parameters] == [
+        ("start", inspect.Parameter.empty),
+        ("end", inspect.Parameter.empty),
+        ("message", inspect.Parameter.empty),
+        ("engine", "acorn"),
+        ("at", None),
+        ("strict_only", False),
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        issue.start = 3  # type: ignore[misc]
+    literal = LiteralExpr("string", 0, 3, "a")
+    assert (literal.kind, literal.start, literal.end, literal.value) == ("string", 0, 3, "a")
+
+    @dataclasses.dataclass
+    class Mutable:
+        x: int
+
+    with pytest.raises(TypeError):
+        fast_init(Mutable)

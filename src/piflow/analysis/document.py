@@ -49,13 +49,15 @@ class ScriptDocument:
         self.uri = uri
         self.version = version
         self._parser = new_parser()
-        self._cache: dict[tuple[WalkConfig, int, bytes], StatementFacts] = {}
+        self._cache: dict[tuple[int, bytes], StatementFacts] = {}
+        self._cache_config: WalkConfig | None = None
         self._set(text, self._parser.parse(text.encode("utf-8", "surrogatepass")))
 
     def _set(self, text: str, tree: Tree, data: bytes | None = None) -> None:
         self.text = text
         self.index = TextIndex(text, data)
         self.tree = tree
+        self._root = tree.root_node  # one node object, so its children are listed once
         self.__dict__.pop("header", None)
 
     @property
@@ -138,7 +140,7 @@ class ScriptDocument:
         return self.text[self.index.byte_to_char(self.body_start) :]
 
     def _top_level(self) -> Iterator[Node]:
-        root = self.tree.root_node
+        root = self._root
         if root.is_error:  # nothing parsed: the whole text is one error
             yield root
             return
@@ -157,7 +159,7 @@ class ScriptDocument:
 
     def hash_bang(self) -> Node | None:
         """A `#!` line in the body (acorn accepts it at the start of a file; the body compile does not)."""
-        for child in self.tree.root_node.children:
+        for child in self._root.children:
             if child.kind_id in K.HASH_BANG and child.start_byte >= self.body_start:
                 return child
         return None
@@ -167,12 +169,12 @@ class ScriptDocument:
     def facts(self, config: WalkConfig) -> DocumentFacts:
         """The facts of every body statement, reusing those of statements whose text is unchanged."""
         walker: StatementWalker | None = None
-        cache = self._cache
-        fresh: dict[tuple[WalkConfig, int, bytes], StatementFacts] = {}
+        cache = self._cache if self._cache_config == config else {}
+        fresh: dict[tuple[int, bytes], StatementFacts] = {}
         placed: list[Placed[StatementFacts]] = []
         data = self.data
         for statement in self.statements():
-            key = (config, statement.kind_id, data[statement.start_byte : statement.end_byte])
+            key = (statement.kind_id, data[statement.start_byte : statement.end_byte])
             # a statement with errors is walked afresh: its recovery and messages depend on context
             facts = None if statement.has_error else cache.get(key) or fresh.get(key)
             if facts is None:
@@ -182,7 +184,7 @@ class ScriptDocument:
                 fresh[key] = facts
             placed.append(Placed(statement.start_byte, facts))
         if len(fresh) < _CACHE_LIMIT:
-            self._cache = fresh
+            self._cache, self._cache_config = fresh, config
         return DocumentFacts(placed, config)
 
 
@@ -224,6 +226,7 @@ class DocumentFacts:
         lexical: set[str] = set()
         variables: set[str] = set()
         functions: set[str] = set()
+        bindings = {"lexical": lexical, "var": variables, "function": functions}
         for item in self.statements:
             for declaration in item.fact.declarations:
                 if _redeclares(declaration, lexical, variables, functions, functions_as_var):
@@ -235,7 +238,7 @@ class DocumentFacts:
                             f"Identifier '{declaration.name}' has already been declared",
                         ),
                     )
-                {"lexical": lexical, "var": variables, "function": functions}[declaration.binding].add(declaration.name)
+                bindings[declaration.binding].add(declaration.name)
 
 
 def _redeclares(

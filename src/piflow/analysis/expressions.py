@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from piflow.analysis.jsliterals import js_blank, js_object
+from piflow.analysis.records import fast_init
 from piflow.jsvalues import JSOpaque, is_plain_json
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Expr:
     """Any expression. `kind` names its syntax in ESTree terms where the rules care:
@@ -31,33 +33,39 @@ class Expr:
     end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LiteralExpr(Expr):
     value: Any
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class IdentifierExpr(Expr):
     name: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class UnaryExpr(Expr):
     operator: str
     operand: Expr
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SpreadExpr(Expr):
     argument: Expr | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArrayExpr(Expr):
     elements: tuple[Expr | None, ...]
     """`None` is a hole (`[1, , 2]`)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PropertyExpr:
     """One member of an object literal (ESTree `Property`); a spread member is a `SpreadExpr`.
@@ -76,6 +84,7 @@ class PropertyExpr:
     value: Expr | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ObjectExpr(Expr):
     properties: tuple[PropertyExpr | SpreadExpr, ...]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from piflow.analysis.expressions import Expr
+from piflow.analysis.records import fast_init
 
 PRIMITIVES = ("agent", "conversation", "parallel", "pipeline", "checkpoint", "phase", "withWorktree")
 """The workflow calls that preflight and inspect see (identifier callee, anywhere in the body)."""
@@ -18,6 +19,7 @@ PRIMITIVES = ("agent", "conversation", "parallel", "pipeline", "checkpoint", "ph
 Execution = Literal["parallel", "sequential"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StructureScope:
     """One enclosing `parallel`/`pipeline` scope of a call (spec B.5 `structure`)."""
@@ -30,6 +32,7 @@ class StructureScope:
         return {"kind": self.kind, "name": self.name, "key": self.key}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CallFact:
     """A direct call of a workflow primitive."""
@@ -51,6 +54,7 @@ class CallFact:
         return self.args[index] if index < len(self.args) else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NameUse:
     """An identifier occurrence a rule cares about (reserved names, indirect primitive uses)."""
@@ -60,6 +64,7 @@ class NameUse:
     end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyntaxIssue:
     """A syntax error found without running a JavaScript engine.
@@ -82,6 +87,7 @@ class SyntaxIssue:
         return self.start if self.at is None else self.at
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Declaration:
     """A binding in the statement's top-level scope (checked across statements for redeclaration).
@@ -96,6 +102,7 @@ class Declaration:
     end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RegexLiteral:
     """A regular expression literal, checked by the engine in compile mode."""
@@ -106,6 +113,7 @@ class RegexLiteral:
     flags: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberCall:
     """A call `runs.<method>(...)`, `state.set(...)` or `emit(...)` (pi-subagents dialect).
@@ -125,6 +133,7 @@ class MemberCall:
         return self.args[index] if index < len(self.args) else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AsyncFunction:
     """An async function, arrow or method (the pi-subagents dialect rejects them all)."""
@@ -133,6 +142,7 @@ class AsyncFunction:
     end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TopLevelReturn:
     start: int
@@ -140,6 +150,7 @@ class TopLevelReturn:
     argument: Expr | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RunsAllBinding:
     """`const r = await runs.all([...])` at the top level with the literal keys of its items."""
@@ -150,6 +161,7 @@ class RunsAllBinding:
     end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StatementFacts:
     calls: tuple[CallFact, ...] = ()
@@ -167,6 +179,7 @@ class StatementFacts:
 T = TypeVar("T")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Placed(Generic[T]):
     """A fact and the byte offset of its statement: `base + fact.start` is its document offset."""

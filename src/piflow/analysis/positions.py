@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 _LSP_LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
+_NEWLINE: Final = re.compile(rb"\n")
 _JS_LINE_BREAK: Final = re.compile("\r\n|[\r\n\u2028\u2029]")
 _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 
@@ -73,7 +74,8 @@ class TextIndex:
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass") if data is None else data
         self.is_ascii = len(self.data) == len(text)
-        self._line_starts = [0] + [match.end() for match in _LSP_LINE_BREAK.finditer(self.data)]
+        breaks = _LSP_LINE_BREAK if self.data.find(b"\r") >= 0 else _NEWLINE  # (the latter is faster)
+        self._line_starts = [0] + [match.end() for match in breaks.finditer(self.data)]
         self._js_lines: list[int] | None = None
         self._char_start: list[int] = []
         self._byte_start: list[int] = []
@@ -176,7 +178,12 @@ class TextIndex:
         JavaScript also breaks lines at U+2028/U+2029, which the LSP does not.
         """
         if self._js_lines is None:
-            self._js_lines = [0] + [match.end() for match in _JS_LINE_BREAK.finditer(self.text)]
+            # ASCII text has no U+2028/U+2029 and counts characters as bytes: the LSP lines are JavaScript's
+            self._js_lines = (
+                self._line_starts
+                if self.is_ascii
+                else [0] + [match.end() for match in _JS_LINE_BREAK.finditer(self.text)]
+            )
         char = self.byte_to_char(offset)
         line = bisect_right(self._js_lines, char) - 1
         start = self.char_to_byte(self._js_lines[line])

@@ -182,18 +182,25 @@ def named_items(node: Node) -> list[Node]:
     return [child for child in node.named_children if child.kind_id not in K.COMMENT]
 
 
-def is_async(node: Node) -> bool:
-    """Whether a function-like node carries the `async` keyword."""
+_ASYNC_KEYWORD: Final = LANGUAGE.id_for_node_kind("async", False)
+_STAR: Final = LANGUAGE.id_for_node_kind("*", False)
+
+
+def function_flags(node: Node) -> tuple[bool, bool]:
+    """Whether a function-like node is async (an `async` keyword before its first named child) and
+    whether it is a generator (a `*` token among its children)."""
+    asynchronous: bool | None = None
+    generator = False
     for child in node.children:
-        if child.type == "async":
-            return True
-        if child.is_named and child.kind_id not in K.COMMENT:
-            return False
-    return False
-
-
-def is_generator(node: Node) -> bool:
-    return any(child.type == "*" for child in node.children if not child.is_named)
+        kind = child.kind_id
+        if kind == _STAR:
+            generator = True
+        elif asynchronous is None:
+            if kind == _ASYNC_KEYWORD:
+                asynchronous = True
+            elif child.is_named and kind not in K.COMMENT:
+                asynchronous = False
+    return bool(asynchronous), generator
 
 
 def property_key(data: bytes, key: Node) -> tuple[str | None, bool]:
@@ -215,22 +222,30 @@ def property_key(data: bytes, key: Node) -> tuple[str | None, bool]:
 
 def to_expr(data: bytes, node: Node, base: int, depth: int = 0) -> Expr:
     """Convert an expression node to `Expr` (spans relative to `base`)."""
-    node = unwrap_parens(node)
     kind = node.kind_id
-    start = node.start_byte - base
-    end = node.end_byte - base
-    if kind in K.STRING:
-        return LiteralExpr("string", start, end, string_value(node_text(data, node)))
-    if kind in K.NUMBER:
-        raw = node_text(data, node)
+    if kind in _PAREN:
+        node = unwrap_parens(node)
+        kind = node.kind_id
+    start_byte = node.start_byte
+    end_byte = node.end_byte
+    start = start_byte - base
+    end = end_byte - base
+    if kind in _STRING:
+        return LiteralExpr("string", start, end, _string_value(data, start_byte, end_byte))
+    if kind in _IDENTIFIER_OR_UNDEFINED:
+        return IdentifierExpr(
+            "identifier", start, end, identifier_name(data[start_byte:end_byte].decode(_UTF8, _SURROGATES))
+        )
+    if kind in _NUMBER:
+        raw = data[start_byte:end_byte].decode(_UTF8, _SURROGATES)
         if raw.endswith("n"):
             return LiteralExpr("bigint", start, end, bigint_literal(bigint_value(raw)))
         return LiteralExpr("number", start, end, number_value(raw))
-    if kind in K.TRUE or kind in K.FALSE:
-        return LiteralExpr("boolean", start, end, kind in K.TRUE)
-    if kind in K.NULL:
+    if kind in _BOOLEAN:
+        return LiteralExpr("boolean", start, end, kind in _TRUE)
+    if kind in _NULL:
         return LiteralExpr("null", start, end, None)
-    if kind in K.REGEX:
+    if kind in _REGEX:
         pattern = node.child_by_field_id(F.PATTERN)
         flags = node.child_by_field_id(F.FLAGS)
         return LiteralExpr(
@@ -239,24 +254,56 @@ def to_expr(data: bytes, node: Node, base: int, depth: int = 0) -> Expr:
             end,
             regex_value(node_text(data, pattern) if pattern else "", node_text(data, flags) if flags else ""),
         )
-    if kind in K.IDENTIFIER or kind in K.UNDEFINED:
-        return IdentifierExpr("identifier", start, end, identifier_name(node_text(data, node)))
     if depth >= MAX_EXPR_DEPTH:
         return Expr("other", start, end)
-    if kind in K.UNARY:
+    if kind in _OBJECT:
+        return ObjectExpr("object", start, end, _object_members(data, node, base, depth))
+    if kind in _ARRAY:
+        return ArrayExpr("array", start, end, _array_elements(data, node, base, depth))
+    if kind in _UNARY:
         operator = node.child_by_field_id(F.OPERATOR)
         operand = node.child_by_field_id(F.ARGUMENT)
         if operator is None or operand is None:
             return Expr("other", start, end)
         return UnaryExpr("unary", start, end, operator.type, to_expr(data, operand, base, depth + 1))
-    if kind in K.SPREAD:
+    if kind in _SPREAD:
         items = named_items(node)
         return SpreadExpr("spread", start, end, to_expr(data, items[0], base, depth + 1) if items else None)
-    if kind in K.ARRAY:
-        return ArrayExpr("array", start, end, _array_elements(data, node, base, depth))
-    if kind in K.OBJECT:
-        return ObjectExpr("object", start, end, _object_members(data, node, base, depth))
     return Expr(_opaque_kind(node), start, end)
+
+
+_UTF8: Final = "utf-8"
+_SURROGATES: Final = "surrogatepass"
+_PAREN: Final = K.PAREN
+_STRING: Final = K.STRING
+_IDENTIFIER_OR_UNDEFINED: Final = K.IDENTIFIER | K.UNDEFINED
+_NUMBER: Final = K.NUMBER
+_TRUE: Final = K.TRUE
+_BOOLEAN: Final = K.TRUE | K.FALSE
+_NULL: Final = K.NULL
+_REGEX: Final = K.REGEX
+_OBJECT: Final = K.OBJECT
+_ARRAY: Final = K.ARRAY
+_UNARY: Final = K.UNARY
+_SPREAD: Final = K.SPREAD
+_COMMENT: Final = K.COMMENT
+_PAIR: Final = K.PAIR
+_SHORTHAND: Final = K.SHORTHAND
+_METHOD: Final = K.METHOD
+_PROPERTY_IDENTIFIER: Final = K.PROPERTY_IDENTIFIER
+_KEY: Final = F.KEY
+_VALUE: Final = F.VALUE
+_NAME: Final = F.NAME
+
+
+def _string_value(data: bytes, start: int, end: int) -> str:
+    """`string_value` of the string literal token at `data[start:end]`, without decoding it twice
+    when the quotes are single bytes and nothing is escaped (almost always)."""
+    if end - start >= 2 and data[start] < 0x80 and data[end - 1] < 0x80:
+        inner = data[start + 1 : end - 1]
+        if inner.find(b"\\") < 0:
+            return inner.decode(_UTF8, _SURROGATES)
+    return string_value(data[start:end].decode(_UTF8, _SURROGATES))
 
 
 def _opaque_kind(node: Node) -> str:
@@ -299,41 +346,51 @@ def _array_elements(data: bytes, node: Node, base: int, depth: int) -> tuple[Exp
 
 def _object_members(data: bytes, node: Node, base: int, depth: int) -> tuple[PropertyExpr | SpreadExpr, ...]:
     members: list[PropertyExpr | SpreadExpr] = []
-    for child in named_items(node):
+    append = members.append
+    for child in node.named_children:
         kind = child.kind_id
-        start = child.start_byte - base
-        end = child.end_byte - base
-        if kind in K.SPREAD:
-            members.append(to_expr(data, child, base, depth + 1))  # type: ignore[arg-type]
-        elif kind in K.PAIR:
-            key = child.child_by_field_id(F.KEY)
-            value = child.child_by_field_id(F.VALUE)
+        if kind in _PAIR:
+            key = child.child_by_field_id(_KEY)
             if key is None:
                 continue
-            name, computed = property_key(data, key)
-            members.append(
+            value = child.child_by_field_id(_VALUE)
+            key_start = key.start_byte
+            key_end = key.end_byte
+            if key.kind_id in _PROPERTY_IDENTIFIER:  # the common `name: value`
+                name: str | None = identifier_name(data[key_start:key_end].decode(_UTF8, _SURROGATES))
+                computed = False
+            else:
+                name, computed = property_key(data, key)
+            append(
                 PropertyExpr(
-                    start,
-                    end,
+                    child.start_byte - base,
+                    child.end_byte - base,
                     name,
-                    key.start_byte - base,
-                    key.end_byte - base,
+                    key_start - base,
+                    key_end - base,
                     computed,
                     False,
                     to_expr(data, value, base, depth + 1) if value is not None else None,
                 )
             )
-        elif kind in K.SHORTHAND:
+            continue
+        if kind in _COMMENT:
+            continue
+        start = child.start_byte - base
+        end = child.end_byte - base
+        if kind in _SPREAD:
+            append(to_expr(data, child, base, depth + 1))  # type: ignore[arg-type]
+        elif kind in _SHORTHAND:
             name = identifier_name(node_text(data, child))
-            members.append(
+            append(
                 PropertyExpr(start, end, name, start, end, False, True, IdentifierExpr("identifier", start, end, name))
             )
-        elif kind in K.METHOD:
-            key = child.child_by_field_id(F.NAME)
+        elif kind in _METHOD:
+            key = child.child_by_field_id(_NAME)
             if key is None:
                 continue
             name, computed = property_key(data, key)
-            members.append(
+            append(
                 PropertyExpr(
                     start,
                     end,
@@ -346,5 +403,5 @@ def _object_members(data: bytes, node: Node, base: int, depth: int) -> tuple[Pro
                 )
             )
         else:
-            members.append(PropertyExpr(start, end, None, start, end, True, False, Expr("other", start, end)))
+            append(PropertyExpr(start, end, None, start, end, True, False, Expr("other", start, end)))
     return tuple(members)

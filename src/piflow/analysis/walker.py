@@ -5,6 +5,11 @@ The walk follows the reference's view of the tree (acorn ESTree): parentheses ar
 need, it reports the syntax errors tree-sitter accepts but acorn (strict module code) rejects —
 a practical subset of JavaScript's early errors, with acorn's messages — so the editor sees them
 while typing; the engine compile (`engine_check`) remains the authority before a run.
+
+Speed (DESIGN section 11): the walk is a tree cursor dispatching on a table indexed by node kind.
+Checks that need a marker in the statement's text (`_markers`: an escape, `__proto__`, `**`...)
+are left out of the table when it is absent, and the arguments of a workflow call that convert to
+plain literals (`StatementWalker._inert`) are not walked again: neither can find anything there.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Final
 
 from tree_sitter import Node
@@ -19,6 +25,8 @@ from tree_sitter import Node
 from piflow.analysis.expressions import (
     ArrayExpr,
     Expr,
+    IdentifierExpr,
+    LiteralExpr,
     ObjectExpr,
     PropertyExpr,
     SpreadExpr,
@@ -42,10 +50,10 @@ from piflow.analysis.facts import (
 )
 from piflow.analysis.jsliterals import identifier_name
 from piflow.analysis.syntax import (
+    LANGUAGE,
     F,
     K,
-    is_async,
-    is_generator,
+    function_flags,
     named_items,
     node_text,
     property_key,
@@ -64,13 +72,67 @@ _STRICT_RESERVED: Final = frozenset(
     {"implements", "interface", "let", "package", "private", "protected", "public", "static", "yield"}
 )
 _WATCHED: Final = _INTERNAL | frozenset(DIRECT_ONLY) | _STRICT_RESERVED | {"await"}
-_WATCHED_LENGTHS: Final = frozenset(len(name) for name in _WATCHED)
+_WATCHED_BYTES: Final = frozenset(name.encode() for name in _WATCHED)
 _PRIMITIVE_SET: Final = frozenset(PRIMITIVES)
+_CALL_NAMES: Final = {name.encode(): name for name in (*PRIMITIVES, "emit")}
+"""The callee names `_call` looks for, by their unescaped source text."""
 _RUNS_TARGETS: Final = frozenset({"runs", "state"})
 _OCTAL_ESCAPE: Final = re.compile(rb"\\(?:(0[0-9]|[1-7])|([89]))|\\.", re.DOTALL)
 _REGEX_FLAGS: Final = frozenset("dgimsuyv")
 _HOLE: Final = re.compile(rb"[(,]\s*(?:/\*.*?\*/\s*)*,", re.DOTALL)
 _NAME_KINDS: Final = K.IDENTIFIER | K.SHORTHAND | K.SHORTHAND_PATTERN | K.PROPERTY_IDENTIFIER | K.LABEL
+
+# What a statement's text contains, for the checks that cannot fire without it (`_markers`).
+_BACKSLASH: Final = 1  # escapes in strings, templates and identifiers
+_PROTO: Final = 2  # `__proto__` keys
+_HOLE_MARK: Final = 4  # an empty argument, `f(a,,b)`
+_HASH: Final = 8  # private names
+_POWER: Final = 16  # `**`
+_DELETE: Final = 32  # `delete`
+_REST_MARK: Final = 64  # `...` (a comma after a rest element)
+_HTML_COMMENT_MARK: Final = 128  # `<!--` or `-->`, an HTML-like comment (anywhere, like comments)
+_WHITESPACE: Final = b" \t\n\r\v\f"  # `\s` in a bytes pattern
+_QUOTES: Final = frozenset(b"\"'")
+_DIGITS: Final = frozenset(b"0123456789")
+_ZERO: Final = ord("0")
+
+
+def _markers(data: bytes, start: int, end: int) -> int:
+    """The markers (above) found in `data[start:end]`: each is a necessary condition of a check.
+
+    Searched with the whitespace removed, which can only add matches (`_HOLE` without comments is
+    `(,` or `,,` then).
+    """
+    tokens = data[start:end].translate(None, _WHITESPACE)
+    find = tokens.find
+    found = 0
+    if find(b"\\") >= 0:
+        found |= _BACKSLASH
+    if find(b"__proto__") >= 0:
+        found |= _PROTO
+    if find(b"#") >= 0:
+        found |= _HASH
+    if find(b"**") >= 0:
+        found |= _POWER
+    if find(b"delete") >= 0:
+        found |= _DELETE
+    if find(b"...") >= 0:
+        found |= _REST_MARK
+    if find(b"<!--") >= 0 or find(b"-->") >= 0:
+        found |= _HTML_COMMENT_MARK
+    if find(b",,") >= 0 or find(b"(,") >= 0 or (find(b"/*") >= 0 and _HOLE.search(data, start, end)):
+        found |= _HOLE_MARK
+    return found
+
+
+def _name(node: Node) -> bool:
+    """The table entry of identifier kinds (a marker: `_walk` checks them inline)."""
+    return False
+
+
+def _leaf(node: Node) -> bool:
+    """The handler of nodes with nothing to check, inside or out (the walk does not descend)."""
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +145,9 @@ class WalkConfig:
 
     strict: bool = True
     module: bool = True
+
+
+_Table = list[Callable[[Node], bool] | None]
 
 
 @dataclass(slots=True)
@@ -110,6 +175,18 @@ class _Jump:
     loop_label: bool = False
 
 
+_FUNCTION_FRAMES: Final = {
+    (arrow, asynchronous, generator): _Function(arrow, asynchronous, generator)
+    for arrow in (False, True)
+    for asynchronous in (False, True)
+    for generator in (False, True)
+}
+_STATIC_BLOCK: Final = _Function(False, False, False, static_block=True)
+_BOUNDARY: Final = _Jump("boundary")
+_LOOP: Final = _Jump("loop")
+_SWITCH: Final = _Jump("switch")
+
+
 class StatementWalker:
     """Collects `StatementFacts` for one top-level statement (spans relative to its start)."""
 
@@ -118,14 +195,13 @@ class StatementWalker:
         self.config = config
         self.base = 0
         self._handlers: dict[int, Callable[[Node], bool]] = {}
+        self._gated: list[tuple[frozenset[int], Callable[[Node], bool], int, bool]] = []
+        self._tables: dict[int, _Table] = {}
         self._register()
 
     def _register(self) -> None:
         table: list[tuple[frozenset[int], Callable[[Node], bool]]] = [
             (K.CALL, self._call),
-            (K.MEMBER, self._member),
-            (K.BINARY, self._binary),
-            (K.UNARY, self._unary),
             (K.ASSIGNMENT, self._assignment),
             (K.UPDATE, self._update),
             (K.JSX, self._unexpected_here),
@@ -135,8 +211,6 @@ class StatementWalker:
             (K.EXPORT_STATEMENT, self._export_statement),
             (K.META_PROPERTY, self._meta_property),
             (K.NUMBER, self._number),
-            (K.STRING, self._string),
-            (K.TEMPLATE, self._template),
             (K.REGEX, self._regex),
             (K.WITH, self._with),
             (K.TRY, self._try),
@@ -154,9 +228,6 @@ class StatementWalker:
             (K.LEXICAL_DECLARATION, self._lexical_declaration),
             (K.VARIABLE_DECLARATION, self._variable_declaration),
             (K.USING_DECLARATION, self._using_declaration),
-            (K.ARGUMENTS, self._arguments),
-            (K.ARRAY_PATTERN | K.OBJECT_PATTERN | K.FORMAL_PARAMETERS, self._rest_comma),
-            (K.OBJECT, self._object),
             (K.PAIR | K.PAIR_PATTERN | K.OBJECT_ASSIGNMENT_PATTERN, self._property),
             (K.AWAIT, self._await),
             (K.YIELD, self._yield),
@@ -165,6 +236,35 @@ class StatementWalker:
         for kinds, handler in table:
             for kind in kinds:
                 self._handlers[kind] = handler
+        # Checks that can only report something when the statement's text contains a marker (see
+        # `_markers`): a statement without it walks these nodes without the check (and does not
+        # descend into the `leaf` ones, whose handlers never do).
+        self._gated = [
+            (K.STRING, self._string, _BACKSLASH, True),
+            (K.TEMPLATE, self._template, _BACKSLASH, False),
+            (K.OBJECT, self._object, _PROTO, False),
+            (K.ARGUMENTS, self._arguments, _HOLE_MARK, False),
+            (K.MEMBER, self._member, _HASH, False),
+            (K.BINARY, self._binary, _HASH | _POWER, False),
+            (K.UNARY, self._unary, _DELETE, False),
+            (K.ARRAY_PATTERN | K.OBJECT_PATTERN | K.FORMAL_PARAMETERS, self._rest_comma, _REST_MARK, False),
+        ]
+
+    def _table(self, markers: int) -> _Table:
+        """The handler of each node kind (by id) for a statement with these markers, built once per
+        combination: None (no handler: descend), `_name` (identifiers, checked in `_walk`), `_leaf`
+        (do not descend) or a handler saying whether to descend."""
+        table = self._tables.get(markers)
+        if table is None:
+            handlers = dict(self._handlers)
+            for kinds, handler, gate, leaf in self._gated:
+                if markers & gate:
+                    handlers.update(dict.fromkeys(kinds, handler))
+                elif leaf:
+                    handlers.update(dict.fromkeys(kinds, _leaf))
+            handlers.update(dict.fromkeys(_NAME_KINDS, _name))
+            table = self._tables[markers] = [handlers.get(kind) for kind in range(LANGUAGE.node_kind_count)]
+        return table
 
     # -- entry point -------------------------------------------------------------------------------
 
@@ -172,6 +272,8 @@ class StatementWalker:
         self.base = statement.start_byte
         self._end = statement.end_byte
         self._has_error = statement.has_error
+        self._markers = markers = _markers(self.data, self.base, self._end)
+        self._dispatch = self._table(markers)
         self._calls: list[CallFact] = []
         self._reserved: list[NameUse] = []
         self._indirect: list[NameUse] = []
@@ -194,16 +296,16 @@ class StatementWalker:
         self._walk(statement)
         self._check_runs_all_binding(statement)
         return StatementFacts(
-            calls=tuple(sorted(self._calls, key=lambda call: call.start)),
-            reserved=tuple(self._reserved),
-            indirect=tuple(self._indirect),
-            syntax=tuple(self._syntax),
-            declarations=tuple(self._declarations),
-            regexes=tuple(self._regexes),
-            member_calls=tuple(self._member_calls),
-            async_functions=tuple(self._async),
-            returns=tuple(self._returns),
-            runs_all_bindings=tuple(self._bindings),
+            tuple(sorted(self._calls, key=_START)),
+            tuple(self._reserved),
+            tuple(self._indirect),
+            tuple(self._syntax),
+            tuple(self._declarations),
+            tuple(self._regexes),
+            tuple(self._member_calls),
+            tuple(self._async),
+            tuple(self._returns),
+            tuple(self._bindings),
         )
 
     def _walk(self, root: Node) -> None:
@@ -212,45 +314,50 @@ class StatementWalker:
         exits: list[tuple[int, Callable[[], None]]] = []
         self._exits = exits
         cursor = root.walk()
-        depth = 0
-        handlers = self._handlers
+        first_child = cursor.goto_first_child
+        next_sibling = cursor.goto_next_sibling
+        parent = cursor.goto_parent
+        table = self._dispatch
         has_error = self._has_error
-        names = _NAME_KINDS
+        escapes = self._markers & _BACKSLASH
+        watched = _WATCHED_BYTES
         data = self.data
-        lengths = _WATCHED_LENGTHS
+        depth = 0
+        exit_depth = -1  # the depth of the innermost deferred action (-1: none)
         while True:
             node: Node = cursor.node  # type: ignore[assignment]
-            kind = node.kind_id
-            if has_error and (node.is_missing or node.is_error):
+            if has_error and (node.is_missing or node.is_error):  # (ERROR's id is past the table)
                 self._error(node)
-                descend = False
-            elif kind in names:  # most identifiers are of no interest: decide without a call
+            elif (handler := table[node.kind_id]) is None:
+                if first_child():
+                    depth += 1
+                    continue
+            elif handler is _name:  # most identifiers are of no interest: decide without a call
                 start, end = node.start_byte, node.end_byte
-                if end - start in lengths or data.find(b"\\", start, end) >= 0:
+                if data[start:end] in watched or (escapes and data.find(b"\\", start, end) >= 0):
                     self._identifier(node)
-                descend = False
-            else:
-                handler = handlers.get(kind)
-                if handler is None:
-                    descend = True
-                else:
-                    self._depth = depth
-                    descend = handler(node)
-            if descend and cursor.goto_first_child():
-                depth += 1
-                continue
+            elif handler is not _leaf:
+                self._depth = depth
+                descend = handler(node)
+                if exits:
+                    exit_depth = exits[-1][0]
+                if descend and first_child():
+                    depth += 1
+                    continue
             while True:
-                while exits and exits[-1][0] >= depth:
+                while depth <= exit_depth:
                     exits.pop()[1]()
+                    exit_depth = exits[-1][0] if exits else -1
                 if depth == 0:
                     self._exits, self._depth = saved_exits, saved_depth
                     return
-                if cursor.goto_next_sibling():
+                if next_sibling():
                     break
-                cursor.goto_parent()
+                parent()
                 depth -= 1
 
     def _defer(self, action: Callable[[], None]) -> None:
+        """Run `action` when the subtree of the node being handled has been walked."""
         self._exits.append((self._depth, action))
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -304,7 +411,10 @@ class StatementWalker:
             return True
         callee = unwrap_parens(function) if function.kind_id in K.PAREN else function
         if callee.kind_id in K.IDENTIFIER:
-            name = self._name(callee)
+            raw = self.data[callee.start_byte : callee.end_byte]
+            name = _CALL_NAMES.get(raw)
+            if name is None and raw.find(b"\\") >= 0:
+                name = identifier_name(raw.decode("utf-8", "surrogatepass"))
             if name in _PRIMITIVE_SET:
                 self._primitive(node, callee, arguments, name)
                 return False
@@ -317,50 +427,100 @@ class StatementWalker:
         return True
 
     def _primitive(self, node: Node, callee: Node, arguments: Node, kind: str) -> None:
+        base = self.base
         items = named_items(arguments)
+        data = self.data
+        record_index = 1 if kind == "parallel" else 2 if kind == "pipeline" else -1
+        records = _RECORD_ARGUMENTS.get(kind, ())
         args = tuple(
-            _record(item, self.base) if (index, kind) in _RECORD_ARGUMENTS else to_expr(self.data, item, self.base)
-            for index, item in enumerate(items)
+            [_record(item, base) if index in records else to_expr(data, item, base) for index, item in enumerate(items)]
         )
         execution: Execution = (
             "parallel" if kind == "parallel" else "sequential" if kind == "pipeline" else self._execution
         )
+        outer = self._structure
         self._calls.append(
             CallFact(
                 kind,
-                self._rel(node.start_byte),
-                self._rel(node.end_byte),
-                self._rel(callee.start_byte),
-                self._rel(callee.end_byte),
+                node.start_byte - base,
+                node.end_byte - base,
+                callee.start_byte - base,
+                callee.end_byte - base,
                 args,
                 execution,
-                self._structure,
+                outer,
             )
         )
-        self._arguments(arguments)
+        if self._markers & _HOLE_MARK:
+            self._arguments(arguments)
         if self._has_error:
             for token in arguments.children:
                 if token.is_missing or token.is_error:
                     self._error(token)
-        name = static_string(args[0]) if args else None
-        outer = (self._execution, self._structure)
+        # The arguments are walked in the call's scope, except the record of a parallel/pipeline,
+        # walked in a new structure scope (spec B.5). An argument whose conversion shows there is
+        # nothing to find in it is not walked.
+        skip_inert = not self._has_error and not self._markers & _HTML_COMMENT_MARK
+        outer_execution = self._execution
         for index, item in enumerate(items):
             if item.is_error:
                 continue
-            if kind == "parallel" and index == 1:
-                self._execution, self._structure = (
-                    "parallel",
-                    (*outer[1], StructureScope("parallel", name, None)),
-                )
-            elif kind == "pipeline" and index == 2:
-                self._execution, self._structure = (
-                    "sequential",
-                    (*outer[1], StructureScope("pipeline", name, None)),
-                )
-            else:
-                self._execution, self._structure = outer
-            self._walk(item)
-        self._execution, self._structure = outer
+            if index == record_index:
+                name = static_string(args[0]) if args else None
+                scope = StructureScope("parallel" if kind == "parallel" else "pipeline", name, None)
+                self._execution, self._structure = execution, (*outer, scope)
+                self._walk(item)
+                self._execution, self._structure = outer_execution, outer
+            elif not (skip_inert and self._inert(args[index])):
+                self._walk(item)
+
+    def _inert(self, expr: Expr | None) -> bool:
+        """Whether walking the source of a converted expression would record nothing.
+
+        True for literals, non-watched identifiers, and arrays and objects made of them, when no
+        check applies to their tokens: escapes (a string's octal escapes), legacy octal numbers,
+        `__proto__` keys. Object members only hold properties and their keys (a pair's other
+        children are comments: the statement has no `<!--` and no errors). `_property` naming a
+        structure scope has no effect without a workflow call inside.
+        """
+        if isinstance(expr, LiteralExpr):
+            kind = expr.kind
+            if kind == "string":
+                return not self._markers & _BACKSLASH or self._plain(expr.start, expr.end)
+            if kind == "number" or kind == "bigint":
+                return not self._legacy_octal(expr.start, expr.end)
+            return kind != "regex"
+        if isinstance(expr, IdentifierExpr):
+            return expr.name not in _WATCHED
+        if isinstance(expr, ObjectExpr):
+            if expr.kind != "object" or self._markers & _PROTO:
+                return False
+            for prop in expr.properties:
+                if not isinstance(prop, PropertyExpr) or prop.computed or prop.key in _WATCHED:
+                    return False
+                if not prop.shorthand:
+                    first = self.data[self.base + prop.key_start]
+                    if first in _QUOTES:
+                        if self._markers & _BACKSLASH and not self._plain(prop.key_start, prop.key_end):
+                            return False
+                    elif first in _DIGITS and self._legacy_octal(prop.key_start, prop.key_end):
+                        return False
+                    if not self._inert(prop.value):
+                        return False
+            return True
+        if isinstance(expr, ArrayExpr):
+            return all(element is None or self._inert(element) for element in expr.elements)
+        return False
+
+    def _plain(self, start: int, end: int) -> bool:
+        """No backslash in the statement-relative span."""
+        return self.data.find(b"\\", self.base + start, self.base + end) < 0
+
+    def _legacy_octal(self, start: int, end: int) -> bool:
+        """Whether the number token at this statement-relative span is one `_number` reports."""
+        offset = self.base + start
+        data = self.data
+        return end - start > 1 and data[offset] == _ZERO and data[offset + 1 : offset + 2].isdigit()
 
     def _member_call(self, node: Node, callee: Node, arguments: Node, target: str) -> None:
         parent = node.parent
@@ -379,7 +539,8 @@ class StatementWalker:
 
     def _property(self, node: Node) -> bool:
         """The first object member met under a parallel/pipeline scope names it (spec B.5 `key`)."""
-        if self._structure and self._structure[-1].key is None:
+        structure = self._structure
+        if structure and structure[-1].key is None:
             key_node = node.child_by_field_id(F.KEY) or node.child_by_field_id(F.LEFT)
             key = property_key(self.data, key_node)[0] if key_node is not None else None
             if key is not None:
@@ -515,8 +676,7 @@ class StatementWalker:
     # -- literals ----------------------------------------------------------------------------------
 
     def _number(self, node: Node) -> bool:
-        raw = self.data[node.start_byte : node.end_byte]
-        if len(raw) > 1 and raw[0:1] == b"0" and raw[1:2].isdigit():
+        if self._legacy_octal(node.start_byte - self.base, node.end_byte - self.base):
             self._issue_at(node, "Invalid number", strict_only=True)
         return False
 
@@ -618,7 +778,7 @@ class StatementWalker:
         self._defer(leave)
 
     def _loop(self, node: Node) -> bool:
-        self._push_jump(_Jump("loop"))
+        self._push_jump(_LOOP)
         if node.kind_id in K.FOR:
             self._push_scope(_Scope(var_scope=False, function_scope=False))
             for child in node.children:
@@ -632,7 +792,7 @@ class StatementWalker:
         return True
 
     def _switch(self, node: Node) -> bool:
-        self._push_jump(_Jump("switch"))
+        self._push_jump(_SWITCH)
         return True
 
     def _labeled(self, node: Node) -> bool:
@@ -690,8 +850,7 @@ class StatementWalker:
     def _function(self, node: Node) -> bool:
         kind = node.kind_id
         arrow = kind in K.ARROW
-        asynchronous = is_async(node)
-        generator = is_generator(node)
+        asynchronous, generator = function_flags(node)
         if kind in K.FUNCTION_DECLARATION:
             name = node.child_by_field_id(F.NAME)
             if name is not None:
@@ -700,10 +859,9 @@ class StatementWalker:
             self._property(node)
         if asynchronous:
             self._async.append(AsyncFunction(self._rel(node.start_byte), self._rel(node.end_byte)))
-        self._functions.append(_Function(arrow, asynchronous, generator))
-        self._jumps.append(_Jump("boundary"))
-        scope = _Scope(var_scope=True, function_scope=True)
-        self._scopes.append(scope)
+        self._functions.append(_FUNCTION_FRAMES[arrow, asynchronous, generator])
+        self._jumps.append(_BOUNDARY)
+        self._scopes.append(_Scope(True, True))
         saved_classes = self._classes
 
         def leave() -> None:
@@ -725,12 +883,15 @@ class StatementWalker:
             params = node.child_by_field_id(F.PARAMETER)
             if params is None:
                 return
-        names = (
-            _pattern_names(params)
-            if params.kind_id not in K.FORMAL_PARAMETERS
-            else [name for item in named_items(params) for name in _pattern_names(item)]
-        )
-        simple = params.kind_id in K.IDENTIFIER or all(item.kind_id in K.IDENTIFIER for item in named_items(params))
+        if params.kind_id in K.FORMAL_PARAMETERS:
+            items = named_items(params)
+            if not items:
+                return
+            names = [name for item in items for name in _pattern_names(item)]
+            simple = all(item.kind_id in K.IDENTIFIER for item in items)
+        else:
+            names = _pattern_names(params)
+            simple = params.kind_id in K.IDENTIFIER or all(item.kind_id in K.IDENTIFIER for item in named_items(params))
         allow_duplicates = not self.config.strict and not never_duplicates and simple
         seen: set[str] = set()
         for name_node in names:
@@ -763,8 +924,8 @@ class StatementWalker:
         return True
 
     def _static_block(self, node: Node) -> bool:
-        self._functions.append(_Function(False, False, False, static_block=True))
-        self._jumps.append(_Jump("boundary"))
+        self._functions.append(_STATIC_BLOCK)
+        self._jumps.append(_BOUNDARY)
         self._scopes.append(_Scope(var_scope=True, function_scope=False))
 
         def leave() -> None:
@@ -787,7 +948,7 @@ class StatementWalker:
 
     def _block(self, node: Node) -> bool:
         if node.id not in self._shared_scope_bodies:
-            self._push_scope(_Scope(var_scope=False, function_scope=False))
+            self._push_scope(_Scope(False, False))
         return True
 
     def _catch(self, node: Node) -> bool:
@@ -811,8 +972,6 @@ class StatementWalker:
         return True
 
     def _lexical_declaration(self, node: Node) -> bool:
-        kind = node.children[0].type if node.children else "let"
-        in_for_head = node.parent is not None and node.parent.kind_id in K.FOR
         for declarator in named_items(node):
             if declarator.kind_id not in K.DECLARATOR:
                 continue
@@ -820,10 +979,12 @@ class StatementWalker:
             if name is None:
                 continue
             for name_node in _pattern_names(name):
-                if self._name(name_node) == "let":
+                bound = self._name(name_node)
+                if bound == "let":
                     self._issue_at(name_node, "let is disallowed as a lexically bound name")
-                self._declare(name_node, "lexical")
-            if declarator.child_by_field_id(F.VALUE) is None and not in_for_head and not node.has_error:
+                self._declare(name_node, "lexical", bound)
+            if declarator.child_by_field_id(F.VALUE) is None and not node.has_error and not _in_for_head(node):
+                kind = node.children[0].type if node.children else "let"
                 if name.kind_id not in K.IDENTIFIER:
                     self._issue(
                         name.end_byte,
@@ -843,8 +1004,9 @@ class StatementWalker:
                     self._declare(name_node, "var")
         return True
 
-    def _declare(self, node: Node, binding: str) -> None:
-        name = self._name(node)
+    def _declare(self, node: Node, binding: str, name: str | None = None) -> None:
+        if name is None:
+            name = self._name(node)
         if name in ("eval", "arguments"):
             self._issue_at(node, f"Binding {name} in strict mode", strict_only=True)
         if binding == "var":
@@ -1003,8 +1165,9 @@ class StatementWalker:
 
 # -- tree helpers ----------------------------------------------------------------------------------
 
-_RECORD_ARGUMENTS: Final = frozenset({(1, "parallel"), (1, "pipeline"), (2, "pipeline")})
-"""Arguments only checked for being object literals: their members are not converted."""
+_START: Final = attrgetter("start")
+_RECORD_ARGUMENTS: Final = {"parallel": (1,), "pipeline": (1, 2)}
+"""Arguments only checked for being object literals (by index): their members are not converted."""
 
 
 def _record(node: Node, base: int) -> Expr:
@@ -1013,6 +1176,11 @@ def _record(node: Node, base: int) -> Expr:
     if node.kind_id in K.SPREAD:
         return SpreadExpr("spread", node.start_byte - base, node.end_byte - base, None)
     return Expr("other", node.start_byte - base, node.end_byte - base)
+
+
+def _in_for_head(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.kind_id in K.FOR
 
 
 def _has_optional_chain(node: Node) -> bool:

@@ -34,6 +34,7 @@ def detect_dialect(data: bytes, requested: str | None = None) -> Dialect:
     pragma = _PRAGMA.match(data)
     if pragma is not None and pragma.group(1).decode() in DIALECTS:
         return DIALECTS[pragma.group(1).decode()]
-    if _RUNS_USE.search(data) and not _PRIMITIVE_CALL.search(data):
+    # (`find` first: the search cannot skip ahead to `runs` past its leading `\b`)
+    if data.find(b"runs") >= 0 and _RUNS_USE.search(data) and not _PRIMITIVE_CALL.search(data):
         return DIALECTS[subagents.NAME]
     return DIALECTS[DEFAULT]

@@ -26,7 +26,7 @@ from piflow.analysis.expressions import (
     stable_name,
     static_value,
 )
-from piflow.analysis.facts import CallFact, Placed
+from piflow.analysis.facts import PRIMITIVES, CallFact, Placed
 from piflow.analysis.findings import Finding, Fix, TextEdit
 from piflow.analysis.jsliterals import is_js_integer, js_blank
 from piflow.analysis.metadata import metadata_problem
@@ -141,7 +141,7 @@ def check_extra_schemas(ctx: RuleContext) -> Iterator[Finding]:
 
 def check_calls(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.facts.calls:
-        for rule in CALL_RULES:
+        for rule in _CALL_RULES_BY_KIND[call.fact.kind]:
             yield from rule(ctx, call)
 
 
@@ -181,8 +181,10 @@ def check_agent_options(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Fi
     for key in AGENT_OPTION_KEYS:
         member = members.get(key)
         node = member.value if member is not None else None
+        if node is None:
+            continue
         value = static_value(node)
-        if node is None or value is UNKNOWN:
+        if value is UNKNOWN:
             continue
         yield from _option_findings(ctx, call, key, node, value)
 
@@ -266,9 +268,18 @@ def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: E
         yield ctx.finding("INVALID_METADATA", "agent timeoutMs must be null or a positive integer", *span)
 
 
-def _resolve(ctx: RuleContext, value: str) -> ModelRef:
-    caps = ctx.capabilities
-    return resolve_model_reference(value, caps.model_aliases, caps.resolvable_models, caps.settings_path)
+def _resolve(ctx: RuleContext, value: str) -> ModelRef | WorkflowError:
+    """The resolution of a model reference, or why it fails (computed once per value and context)."""
+    cache: dict[str, ModelRef | WorkflowError] = ctx.shared.setdefault("model resolutions", {})
+    result = cache.get(value)
+    if result is None:
+        caps = ctx.capabilities
+        try:
+            result = resolve_model_reference(value, caps.model_aliases, caps.resolvable_models, caps.settings_path)
+        except WorkflowError as error:
+            result = error
+        cache[value] = result
+    return result
 
 
 def _model_candidates(ctx: RuleContext) -> set[str]:
@@ -279,9 +290,8 @@ def _model_candidates(ctx: RuleContext) -> set[str]:
 
 
 def _model_resolution(ctx: RuleContext, call: Placed[CallFact], node: Expr, value: str) -> Iterator[Finding]:
-    try:
-        _resolve(ctx, value)
-    except WorkflowError as error:
+    error = _resolve(ctx, value)
+    if isinstance(error, WorkflowError):
         caps = ctx.capabilities
         unverifiable = (
             not ctx.preflight
@@ -369,14 +379,16 @@ def check_pipeline_shape(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[F
         )
 
 
-CALL_RULES: Final[tuple[CallRule, ...]] = (
-    check_conversation_name,
-    check_agent_options,
-    check_with_worktree,
-    check_checkpoint_name,
-    check_parallel_shape,
-    check_pipeline_shape,
+CALL_RULES: Final[tuple[tuple[tuple[str, ...], CallRule], ...]] = (
+    (("conversation",), check_conversation_name),
+    (("agent", "conversation"), check_agent_options),
+    (("withWorktree",), check_with_worktree),
+    (("checkpoint",), check_checkpoint_name),
+    (("parallel",), check_parallel_shape),
+    (("pipeline",), check_pipeline_shape),
 )
+"""The per-call rules in order, with the kinds of calls each applies to."""
+_CALL_RULES_BY_KIND: Final = {kind: tuple(rule for kinds, rule in CALL_RULES if kind in kinds) for kind in PRIMITIVES}
 
 
 # -- references (steps 9-12) -----------------------------------------------------------------------------
@@ -397,10 +409,10 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
         requested = literal_string(node)
         if node is None or requested is None:
             continue
-        try:
-            resolved = _resolve(ctx, requested).name
-        except WorkflowError:
+        resolution = _resolve(ctx, requested)
+        if isinstance(resolution, WorkflowError):
             continue
+        resolved = resolution.name
         if resolved in caps.models:
             continue
         span = _node_range(call, node)
