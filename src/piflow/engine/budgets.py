@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from piflow.analysis.budget import exhausted_message, resume_budget_allowed
 from piflow.errors import WorkflowError
 
 DIMENSIONS: Final = ("tokens", "costUsd", "durationMs", "agentLaunches")
@@ -124,9 +125,8 @@ class BudgetTracker:
 
     def _fail(self, dims: list[str]) -> WorkflowError:
         self._emit("hard_exhausted", dims)
-        usage = self.snapshot_usage()
-        parts = ", ".join(f"{d} usage={_number(usage[d])} hard={_number(self.limits[d]['hard'])}" for d in dims)
-        return WorkflowError("BUDGET_EXHAUSTED", f"Budget version {self.version} exhausted: {parts}")
+        message = exhausted_message(self.version, self.limits, self.snapshot_usage(), dims)
+        return WorkflowError("BUDGET_EXHAUSTED", message)
 
     def check_launch(self) -> None:
         """Dispatch check: no new agent may start once launches reached the hard limit."""
@@ -152,8 +152,7 @@ class BudgetTracker:
 
     def can_resume(self) -> bool:
         """Resume is allowed iff every hard limit is above the retained usage."""
-        usage = self.snapshot_usage()
-        return all(usage[d] < lim["hard"] for d, lim in self.limits.items() if "hard" in lim)
+        return resume_budget_allowed(self.limits, self.snapshot_usage())
 
     def set_limits(self, limits: dict[str, Any] | None, version: int) -> None:
         self.limits = dict(limits or {})

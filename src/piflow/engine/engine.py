@@ -13,7 +13,13 @@ from typing import Any
 
 import anyio
 
-from piflow.analysis.budget import budget_relaxed, merge_budget, validate_budget, validate_budget_patch
+from piflow.analysis.budget import (
+    budget_relaxed,
+    merge_budget,
+    resume_budget_allowed,
+    validate_budget,
+    validate_budget_patch,
+)
 from piflow.engine import events
 from piflow.engine.backends import create_backend
 from piflow.engine.environment import LaunchEnvironment, load_environment
@@ -331,7 +337,7 @@ class Engine:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
         if budget_patch is not None:
             return await self._resume_with_budget(record, budget_patch)
-        if record.state == "budget_exhausted" and not _budget_allows(record):
+        if record.state == "budget_exhausted" and not resume_budget_allowed(record.budget, record.usage or {}):
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Every exhausted hard budget must be raised above retained usage or removed")
         await self._cold_resume(record)
@@ -364,7 +370,7 @@ class Engine:
         current = record.budget or {}
         proposed = merge_budget(current, validate_budget_patch(patch))
         usage = record.usage or {}
-        if any("hard" in lim and usage.get(dim, 0) >= lim["hard"] for dim, lim in proposed.items()):
+        if not resume_budget_allowed(proposed, usage):
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Every exhausted hard budget must be raised above retained usage or removed")
         if budget_relaxed(current, proposed):
@@ -471,11 +477,6 @@ def proposal_message(record: RunRecord, payload: dict[str, Any]) -> str:
         f"Consumed usage: {dump(payload['consumed'])}. Previous limits: {dump(payload['previous'])}. "
         f"Proposed limits: {dump(payload['proposed'])}. Respond with piflow budget approve {record.id[:8]} {pid}."
     )
-
-
-def _budget_allows(record: RunRecord) -> bool:
-    usage = record.usage or {}
-    return all(usage.get(d, 0) < lim["hard"] for d, lim in (record.budget or {}).items() if "hard" in lim)
 
 
 def _default_name(script_path: str | None) -> str:
