@@ -9,14 +9,15 @@ import pytest
 from attempt_control import BudgetControl, attempt_request
 from chat_server import Body, ChatServer, Stream, completion, text_stream, tool_stream, usage
 
-from piflow.engine.backends.openai import (
+from piflow.engine.backends.openai import RESULT_TOOL_DESCRIPTION, OpenAIBackend
+from piflow.engine.prompts import (
+    NO_VALID_RESULT,
     NOT_ACCEPTING,
+    REPAIR_RESULT,
     RESULT_ACCEPTED,
     RESULT_REJECTED,
-    RESULT_TOOL_DESCRIPTION,
-    OpenAIBackend,
+    SUBMIT_RESULT,
 )
-from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
 from piflow.errors import WorkflowError
 
 SCHEMA: dict[str, Any] = {

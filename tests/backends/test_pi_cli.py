@@ -19,10 +19,16 @@ from chat_server import Body, ChatServer, Hang, Stream, text_stream, tool_stream
 from conftest import PRICES
 
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
-from piflow.engine.backends.openai import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED
 from piflow.engine.backends.pi import PiBackend
 from piflow.engine.budgets import soft_instruction
-from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
+from piflow.engine.prompts import (
+    NO_VALID_RESULT,
+    NOT_ACCEPTING,
+    REPAIR_RESULT,
+    RESULT_ACCEPTED,
+    RESULT_REJECTED,
+    SUBMIT_RESULT,
+)
 from piflow.errors import WorkflowError
 
 ROOT = Path(__file__).resolve().parents[2]

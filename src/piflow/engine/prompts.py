@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from piflow.errors import WorkflowError
+
 SUBMIT_RESULT = "Submit the final result now by calling workflow_result exactly once. Do not return prose."
 REPAIR_RESULT = (
     "Your result was missing or invalid. Repair it by calling workflow_result exactly once with a "
     "schema-valid value."
 )
 NO_VALID_RESULT = "Agent did not submit a valid workflow_result after one repair"
+NOT_ACCEPTING = "Result acceptance is not enabled yet."
+RESULT_REJECTED = "Result does not match the required schema."
+RESULT_ACCEPTED = "Result accepted."
+
+
+async def submit_result(prompt: Callable[[str], Awaitable[None]], accepted: Callable[[], bool]) -> None:
+    """After the main turn: ask for `workflow_result`, repair once, else RESULT_INVALID (spec J.4).
+
+    The caller enables acceptance before calling and reads the accepted value afterwards.
+    """
+    for text in (SUBMIT_RESULT, REPAIR_RESULT):
+        await prompt(text)
+        if accepted():
+            return
+    raise WorkflowError("RESULT_INVALID", NO_VALID_RESULT)
 
 
 def attempt_prompt(

@@ -59,7 +59,7 @@ import httpx
 from piflow.config.registry import ModelRegistry, RegistryModel
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.engine.backends.chat_completions import Endpoint, Reply, TokenCounts, ToolCall, complete
-from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
+from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
 from piflow.errors import WorkflowError
 
 __all__ = ["OpenAIBackend"]
@@ -71,9 +71,6 @@ SYSTEM_PROMPT: Final = (
 )
 RESULT_TOOL: Final = "workflow_result"
 RESULT_TOOL_DESCRIPTION: Final = "Submit the terminal structured workflow result"
-NOT_ACCEPTING: Final = "Result acceptance is not enabled yet."
-RESULT_REJECTED: Final = "Result does not match the required schema."
-RESULT_ACCEPTED: Final = "Result accepted."
 REASONING_EFFORT: Final[dict[str, str]] = {
     "minimal": "minimal",
     "low": "low",
@@ -239,11 +236,8 @@ class _Attempt:
         if self.schema is None:
             return self.text
         self.accepting = True
-        for prompt in (SUBMIT_RESULT, REPAIR_RESULT):
-            await self._prompt(prompt)
-            if self.accepted:
-                return self.value
-        raise WorkflowError("RESULT_INVALID", NO_VALID_RESULT)
+        await submit_result(self._prompt, lambda: self.accepted)
+        return self.value
 
     async def _prompt(self, text: str) -> None:
         """Send a user message, then run turns until the model stops calling tools or a

@@ -73,15 +73,9 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, ProviderRateLimited, Usage
-from piflow.engine.backends.openai import (
-    NOT_ACCEPTING,
-    RESULT_ACCEPTED,
-    RESULT_REJECTED,
-    RESULT_TOOL,
-    RESULT_TOOL_DESCRIPTION,
-)
+from piflow.engine.backends.openai import RESULT_TOOL, RESULT_TOOL_DESCRIPTION
 from piflow.engine.backends.pi_bridge import DIALOG_PREFIX, write_bridge
-from piflow.engine.prompts import NO_VALID_RESULT, REPAIR_RESULT, SUBMIT_RESULT
+from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
 from piflow.errors import WorkflowError
 
 __all__ = ["PI_PACKAGE", "PiBackend", "PiCommand", "find_pi"]
@@ -326,11 +320,8 @@ class _Attempt:
         if self.schema is None:
             return _text(self.message)
         self.accepting = True
-        for prompt in (SUBMIT_RESULT, REPAIR_RESULT):
-            await self._prompt(prompt)
-            if self.accepted:
-                return self.value
-        raise WorkflowError("RESULT_INVALID", NO_VALID_RESULT)
+        await submit_result(self._prompt, lambda: self.accepted)
+        return self.value
 
     async def _call(self, command: str, **fields: Any) -> Any:
         """Send one RPC command and handle events until its response."""
