@@ -1,4 +1,4 @@
-"""Shared loader for the recorded reference outcomes in /work/shared/conformance.
+"""Shared loader for the recorded reference outcomes kept in tests/data/conformance.
 
 Kept deliberately small so several test modules can import it: load the cases of a
 section, look up an expected outcome, turn `{"$oracle": ...}` markers into the Python
@@ -19,10 +19,11 @@ __all__ = ["CONFORMANCE_DIR", "expected", "load_cases", "oracle_to_python", "sub
 
 
 def _conformance_dir() -> Path:
+    """The repository's own copy of the corpus, or another one named by `PIFLOW_CONFORMANCE_DIR`."""
     override = os.environ.get("PIFLOW_CONFORMANCE_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
+    return Path(__file__).resolve().parent / "data" / "conformance"
 
 
 CONFORMANCE_DIR: Path = _conformance_dir()
