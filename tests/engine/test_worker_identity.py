@@ -13,9 +13,9 @@ from piflow.errors import WorkflowError
 
 
 def body_of(source: str) -> str:
-    """The instrumented body without the wrapping arrow function."""
+    """The instrumented body without the wrapping strict-mode arrow function."""
     wrapped = instrument(source)
-    return wrapped[wrapped.index("=> {") + 4 : -2]
+    return wrapped[wrapped.index('=> {"use strict";') + 17 : -2]
 
 
 def path(*names: str) -> str:

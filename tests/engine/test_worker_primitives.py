@@ -366,16 +366,20 @@ async def test_extension_function_occurrences_count_per_path_and_name() -> None:
 
 async def test_extension_globals_are_read_only() -> None:
     body = """
-    lookup = 1;
-    const deleted = delete globalThis.lookup;
+    let assigned = "no";
+    try { lookup = 1; assigned = "yes"; } catch (e) { assigned = e.name; }
+    let deleted = "no";
+    try { deleted = delete globalThis.lookup; } catch (e) { deleted = e.name; }
     let pushed = "no";
     try { settings.list.push(4); pushed = "yes"; } catch (e) { pushed = e.name; }
-    return [typeof lookup, deleted, pushed, Object.isFrozen(settings.nested), settings];
+    return [typeof lookup, assigned, deleted, pushed, Object.isFrozen(settings.nested), settings];
     """
     variables = {"settings": {"list": [1], "nested": {"k": "v"}}}
+    # Strict mode (spec A.1): writing or deleting a read-only global throws instead of doing nothing.
     assert await run(body, functions=["lookup"], variables=variables) == [
         "function",
-        False,
+        "TypeError",
+        "TypeError",
         "TypeError",
         True,
         variables["settings"],

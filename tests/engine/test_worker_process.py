@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import stat
 import sys
@@ -13,7 +14,8 @@ import anyio
 import pytest
 from test_worker_host import Host, failure, run
 
-from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.client import WorkerProcess, unresponsive_message
+from piflow.engine.worker.protocol import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
 from piflow.errors import WorkflowError
 
 MIB = 1024 * 1024
@@ -46,19 +48,40 @@ async def test_busy_loop_misses_the_heartbeat() -> None:
         await worker.serve(Host())
     assert (caught.value.code, caught.value.message) == (
         "WORKER_UNRESPONSIVE",
-        "Workflow worker missed its five-second heartbeat",
+        "Workflow worker missed its one-second heartbeat",
     )
     assert time.monotonic() - started < 4
 
 
+def test_the_unresponsive_message_names_the_timeout_in_force() -> None:
+    assert unresponsive_message(HEARTBEAT_TIMEOUT) == "Workflow worker missed its five-second heartbeat"
+    assert unresponsive_message(2.5) == "Workflow worker missed its 2.5-second heartbeat"
+    assert unresponsive_message(30) == "Workflow worker missed its 30-second heartbeat"
+
+
 async def test_idle_worker_waiting_for_the_host_keeps_beating() -> None:
-    worker = WorkerProcess(heartbeat_timeout=1.0)
+    # Beats come every HEARTBEAT_INTERVAL (1 s); the timeout is three of them, so a loaded machine
+    # may delay a beat by two seconds, and the host waits well past the timeout: without beats
+    # the worker would be declared unresponsive.
+    timeout = 3 * HEARTBEAT_INTERVAL
+    worker = WorkerProcess(heartbeat_timeout=timeout)
     await worker.start(body="return await agent('slow')")
     async for call in worker.calls():
-        await anyio.sleep(2.5)
+        await anyio.sleep(timeout + 1.5)
         await worker.settle([{"id": call["id"], "ok": True, "value": "late"}])
     assert await worker.wait_done() == "late"
     await worker.kill()
+
+
+async def test_finished_workers_are_reaped_by_asyncio_alone(caplog: pytest.LogCaptureFixture) -> None:
+    # `serve` kills the worker once it reported `done`, often just as the worker exits; the kill
+    # must not reap it under asyncio's child watcher ("Unknown child process pid …, returncode 255").
+    with caplog.at_level(logging.WARNING, logger="asyncio"):
+        for _ in range(12):
+            worker = WorkerProcess()
+            await worker.start(body="return 1")
+            assert await worker.serve(Host()) == 1
+    assert [r.getMessage() for r in caplog.records if "Unknown child process" in r.getMessage()] == []
 
 
 async def test_kill_cancels_a_busy_loop_at_once() -> None:

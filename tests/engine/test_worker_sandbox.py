@@ -295,13 +295,18 @@ async def test_prototype_tampering_cannot_reach_the_runtime() -> None:
     body = """
     Object.prototype.then = function (resolve) { resolve("hijacked") };
     Array.prototype.push = null;
-    Promise.prototype.then = function () { throw new Error("tampered then") };
+    let refused = false;
+    try {
+      Promise.prototype.then = function () { throw new Error("tampered then") };
+    } catch (error) {
+      refused = error instanceof TypeError;  // strict mode (spec A.1): the runtime's `then` is read-only
+    }
     const answer = await agent("still answered");
     delete Object.prototype.then;
-    return answer;
+    return [answer, refused];
     """
     host = Host()
-    assert await run(body, host) == "echo:still answered"
+    assert await run(body, host) == ["echo:still answered", True]
     assert [call["prompt"] for call in host.of("agent")] == ["still answered"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -15,6 +16,8 @@ from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
     from piflow.engine.runs import ActiveRun
+
+log = logging.getLogger(__name__)
 
 LOG_LIMIT_BYTES = 4096
 
@@ -59,6 +62,13 @@ class CallServer:
             value = await self._dispatch(call)
         except WorkflowError as exc:
             self.finish(call_id, error=exc)
+        except Exception:
+            # A bug of piflow's, not the script's: fail this call (the script may catch it) and keep
+            # the engine, and every other run it hosts, alive.
+            log.exception("serving a %s call failed", call.get("op"))
+            self.finish(call_id, error=WorkflowError(
+                "INTERNAL_ERROR", f"piflow failed to serve this {call.get('op')} call (a bug; the log has details)"
+            ))
         else:
             self.finish(call_id, value)
 

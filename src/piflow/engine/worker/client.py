@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -35,6 +36,7 @@ from typing import Any, Final
 import anyio
 from anyio.abc import Process
 
+from piflow.engine.worker import boundary
 from piflow.engine.worker.protocol import (
     DEFAULT_HEAP_LIMIT,
     DEFAULT_MEMORY_LIMIT,
@@ -52,7 +54,16 @@ _SETTLE_HEAD: Final = b'{"t":"settle","results":['
 _SETTLE_TAIL: Final = b"]}"
 _ITEMS_ROOM: Final = RPC_LIMIT_BYTES - len(_SETTLE_HEAD) - len(_SETTLE_TAIL)
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[3])
-UNRESPONSIVE: Final = "Workflow worker missed its five-second heartbeat"
+_SECONDS_IN_WORDS: Final = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def unresponsive_message(timeout: float) -> str:
+    """The reference's `WORKER_UNRESPONSIVE` message, naming the timeout actually in force
+    (five seconds by default, which gives the reference's exact words)."""
+    whole = int(timeout)
+    words = _SECONDS_IN_WORDS[whole - 1] if whole == timeout and 1 <= whole <= 10 else f"{timeout:g}"
+    return f"Workflow worker missed its {words}-second heartbeat"
+
 
 Answer = Callable[[dict[str, Any]], Any]
 """Computes a call's value; raises `WorkflowError` to fail it."""
@@ -82,6 +93,8 @@ class WorkerProcess:
         self._write_lock = anyio.Lock()
         self._outcome: tuple[Any, WorkflowError | None] | None = None
         self._finished = anyio.Event()
+        self._refused: list[dict[str, Any]] = []
+        """Answers to calls refused at the boundary, sent before the batch they came with is handed out."""
 
     async def start(
         self,
@@ -103,8 +116,7 @@ class WorkerProcess:
             raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
         if args_size > RPC_LIMIT_BYTES:
             raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
-        environment = dict(os.environ)
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, environment.get("PYTHONPATH")]))
+        environment = worker_environment(os.environ)
         self._process = await anyio.open_process(
             [
                 *(self._python, "-m", "piflow.engine.worker"),
@@ -174,6 +186,9 @@ class WorkerProcess:
             return
         if process.returncode is None:
             with suppress(ProcessLookupError):
+                # Not `process.kill()`: `Popen.send_signal` first polls the child with waitpid, and
+                # when the worker has just exited that reaps it under asyncio's child watcher, which
+                # then logs "Unknown child process pid …, will report returncode 255".
                 process.kill()
         await process.aclose()
 
@@ -214,7 +229,7 @@ class WorkerProcess:
                 await self._exited(process)
                 return
             if not chunk:
-                await self._fail(WorkflowError("WORKER_UNRESPONSIVE", UNRESPONSIVE))
+                await self._fail(WorkflowError("WORKER_UNRESPONSIVE", unresponsive_message(self._heartbeat_timeout)))
                 return
             scanned = len(pending)
             pending += chunk
@@ -226,6 +241,9 @@ class WorkerProcess:
                 if message is not None:
                     batch.append(message)
             del pending[:start]
+            if self._refused:
+                refused, self._refused = self._refused, []
+                await self.settle(refused)
             if len(pending) > RPC_LIMIT_BYTES:
                 self._finish(None, WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED))
             if self._outcome is not None:
@@ -236,7 +254,11 @@ class WorkerProcess:
                 yield batch
 
     def _message(self, line: bytes | bytearray) -> dict[str, Any] | None:
-        """A call to hand out, or None (heartbeat, `done`, or a fault that ends the run)."""
+        """A call to hand out, or None (heartbeat, `done`, a call refused at the boundary, or a fault).
+
+        Calls whose values cannot cross into the host (`boundary`) are answered here with their
+        error, so the engine only ever sees well-formed calls.
+        """
         if self._outcome is not None:
             return None
         if len(line) > RPC_LIMIT_BYTES:
@@ -244,25 +266,70 @@ class WorkerProcess:
             return None
         try:
             message = json.loads(line)
+        except RecursionError:
+            self._undecodable(line)
+            return None
         except ValueError:
             self._finish(None, WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message"))
             return None
         kind = message.get("t") if isinstance(message, dict) else None
         if kind == "call" and isinstance(message.get("id"), int) and isinstance(message.get("op"), str):
-            return dict(message)
-        if kind == "done":
+            problem = boundary.call_problem(message)
+            if problem is None:
+                return dict(message)
+            self._refused.append({"id": message["id"], "ok": False, "error": error_json(problem)})
+        elif kind == "done":
             if message.get("ok") is True:
-                self._finish(message.get("value"), None)
+                value = message.get("value")
+                self._finish(value, boundary.result_problem(value))
             else:
                 self._finish(None, error_from_json(message.get("error")))
         elif kind != "hb":
             self._finish(None, WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message"))
         return None
 
+    def _undecodable(self, line: bytes | bytearray) -> None:
+        """A message nested too deeply for Python's JSON decoder: fail its call, or the run."""
+        kind, call_id, op = boundary.undecodable(line)
+        if kind == "call" and call_id is not None and op is not None:
+            error = boundary.rejection(op, boundary.TOO_DEEP)
+            self._refused.append({"id": call_id, "ok": False, "error": error_json(error)})
+        elif kind == "done":
+            self._finish(None, WorkflowError("RESULT_INVALID", f"Workflow result {boundary.TOO_DEEP}"))
+        else:
+            self._finish(None, WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message"))
+
     async def _exited(self, process: Process) -> None:
         code = await process.wait()
         self._finish(None, WorkflowError("INTERNAL_ERROR", f"Workflow child exited with code {code}"))
         await self.kill()
+
+
+_INHERITED: Final = frozenset(
+    {
+        "PATH",
+        "PYTHONHOME",
+        "PYTHONUTF8",
+        "PYTHONIOENCODING",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONNOUSERSITE",
+        "PYTHONHASHSEED",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TMPDIR",
+        "SYSTEMROOT",
+        "COVERAGE_PROCESS_START",
+    }
+)
+"""What a worker keeps of the host's environment: enough for Python to start, never credentials."""
+
+
+def worker_environment(host: Mapping[str, str]) -> dict[str, str]:
+    """The sandboxed worker's environment: no provider keys or tokens, piflow importable."""
+    environment = {name: value for name, value in host.items() if name in _INHERITED}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, host.get("PYTHONPATH")]))
+    return environment
 
 
 def _settle_line(items: list[bytes]) -> bytes:

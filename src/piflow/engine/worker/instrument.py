@@ -87,7 +87,9 @@ def _closing(position: int, span_start: int, text: str, placed_by: int = _OWN) -
 def instrument(body: str) -> str:
     """Return the body rewritten for the worker; raise for a broken parse or reserved identifiers.
 
-    The result is the text of an async arrow function taking `PARAMETERS`, ready to be compiled.
+    The result is the text of a strict-mode async arrow function taking `PARAMETERS`, ready to be
+    compiled (spec A.1: the effective language is strict-mode JavaScript). The directive shares the
+    body's first line, so line numbers in runtime errors stay those of the script.
     """
     data = body.encode("utf-8", "surrogatepass")
     root = Parser(_LANGUAGE).parse(data).root_node
@@ -104,7 +106,7 @@ def instrument(body: str) -> str:
         cursor = max(cursor, end)
     out.append(data[cursor:])
     source = b"".join(out).decode("utf-8", "surrogatepass")
-    return "async (" + ", ".join(PARAMETERS) + ") => {" + source + "\n}"
+    return "async (" + ", ".join(PARAMETERS) + ') => {"use strict";' + source + "\n}"
 
 
 def _reject_reserved_identifiers(root: Node, data: bytes) -> None:

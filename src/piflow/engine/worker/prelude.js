@@ -11,7 +11,9 @@
 // - Requests: `compile` (the argument is the instrumented body function), `launch` ({args,
 //   functions, variables}), `settle` ({results}) and `flush`. Each returns the outbox: an array of
 //   JSON lines that keeps filling while QuickJS drains the job queue after the call returns, so
-//   every host call made by the script during that evaluation reaches Python in call order.
+//   every host call made by the script during that evaluation reaches Python in call order. The
+//   outbox has no prototype, so a script that changes Array.prototype or Object.prototype (a
+//   `toJSON`, an index setter) cannot alter or swallow what reaches Python.
 (function (global) {
   "use strict";
 
@@ -65,7 +67,8 @@
   // The wire shape of a failure (A.13): a thrown Error without a code is the author's own message.
   const describe = (error) => {
     const code = codeOf(error);
-    const shape = { code: code || "INTERNAL_ERROR", message: textOf(error) };
+    // No prototype: JSON.stringify must not find a `toJSON` the script put on Object.prototype.
+    const shape = setPrototypeOf({ code: code || "INTERNAL_ERROR", message: textOf(error) }, null);
     if (error && typeof error === "object" && typeof error.failedAt === "string") shape.failedAt = error.failedAt;
     shape.authored = Boolean(error && typeof error === "object" && error.authored === true) || (hasMessage(error) && !code);
     return shape;
@@ -107,7 +110,14 @@
   // `current` is correct whenever script code runs: synchronous calls inherit it, `within` swaps it
   // around task callbacks, instrumented awaits restore it on resumption, and promise callbacks run
   // in the context they were registered in.
-  const contextOf = (path, owner) => ({ path, owner, pathText: stringify(path), ownerText: stringify(owner) });
+  // The path's JSON is written by hand: JSON.stringify of an array would consult a `toJSON` the
+  // script may have put on Array.prototype, strings it cannot intercept.
+  const namesText = (names) => {
+    let text = "[";
+    for (let index = 0; index < names.length; index += 1) text += (index ? "," : "") + stringify(names[index]);
+    return text + "]";
+  };
+  const contextOf = (path, owner) => ({ path, owner, pathText: namesText(path), ownerText: stringify(owner) });
   const ROOT = contextOf([], null);
   let current = ROOT;
   const within = (context, callback, args) => {
@@ -141,7 +151,8 @@
   // One promise per call, resolved or rejected by `settle`. Agent outcomes (timeout, failure,
   // invalid result) fail only that promise; any other error also fails the run when the body has
   // already returned and waits for the call (A.1: an unawaited failing `phase(5)` fails the run).
-  let outbox = [];
+  const newOutbox = () => setPrototypeOf([], null);
+  let outbox = newOutbox();
   let lastId = 0;
   let finished = false;
   // Maps, not objects: QuickJS copies an object's shape on every new key, quadratic for 10k calls.
@@ -348,8 +359,10 @@
   };
   // Starts `count` branches and waits for every outcome record; CANCELLED rejects at once (A.6).
   // Plain counters instead of Promise.all: a 50k-branch fan-out allocates far less.
+  // The outcome list has no prototype: an index setter the script puts on Array.prototype must not
+  // swallow outcomes.
   const gather = (count, start) => new NativePromise((resolve, reject) => {
-    const outcomes = new Array(count);
+    const outcomes = setPrototypeOf(new Array(count), null);
     let remaining = count;
     let open = true;
     const record = (index, outcome) => {
@@ -374,7 +387,12 @@
         throw error;
       }
     }
-    return fromEntries(outcomes.map((outcome) => [outcome.name, outcome.value]));
+    const values = {};
+    for (let index = 0; index < outcomes.length; index += 1) {
+      const { name, value } = outcomes[index];
+      defineProperty(values, name, { value, writable: true, enumerable: true, configurable: true });
+    }
+    return values;
   };
 
   const parallel = async (operationName, tasks) => {
@@ -620,10 +638,10 @@
     }
     if (request.op === "flush") {
       const box = outbox;
-      outbox = [];
+      outbox = newOutbox();
       return box;
     }
-    const box = [];
+    const box = newOutbox();
     outbox = box;
     if (request.op === "launch") launch(request);
     else if (request.op === "settle") settle(request.results);

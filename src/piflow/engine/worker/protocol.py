@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from piflow.engine.worker.boundary import well_formed
 from piflow.errors import ERROR_CODES, WorkflowError
 
 RPC_LIMIT_BYTES: Final = 10 * 1024 * 1024
@@ -48,8 +49,8 @@ def error_from_json(data: Any) -> WorkflowError:
     code = data.get("code")
     message = data.get("message")
     failed_at = data.get("failedAt")
-    text = message if isinstance(message, str) else ""
-    where = failed_at if isinstance(failed_at, str) else None
+    text = well_formed(message) if isinstance(message, str) else ""
+    where = well_formed(failed_at) if isinstance(failed_at, str) else None
     if code not in ERROR_CODES:
         return WorkflowError("INTERNAL_ERROR", text, failed_at=where, authored=True)
     return WorkflowError(str(code), text, failed_at=where, authored=data.get("authored") is True)
