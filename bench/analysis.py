@@ -1,9 +1,12 @@
 # ruff: noqa: E501  (the generated JavaScript lines are long on purpose, as in real scripts)
-"""Analysis latency: full `analyze` and re-analysis after a one-character edit (DESIGN section 11).
+"""Analysis latency: full `analyze`, re-analysis after a one-character edit, and `preflight` (DESIGN 11).
 
-Run `python bench/analysis.py` (add `--compile` to also time the engine check). Prints the median of
-the runs for generated realistic scripts of 100, 1,000 and 5,000 lines, against the bars: 1,000
-lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms (compile excluded).
+Run `python bench/analysis.py`. For generated realistic scripts of 100, 1,000 and 5,000 lines
+(whole stages, padded to the exact size, so every script is valid) it prints the median of the runs
+of: a raw tree-sitter parse (the floor), full `analyze`, `analyze` after a one-character edit, and
+`preflight` with the exact syntax check (what launch, resume and save pay). The same script with one
+broken line is measured separately (`broken`): it times error recovery, not the normal path.
+Bars: 1,000 lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-from piflow.analysis import Capabilities, ScriptDocument, analyze_document
+import tree_sitter_javascript
+from tree_sitter import Language, Parser
+
+from piflow.analysis import Capabilities, ScriptDocument, analyze_document, preflight
 
 CAPABILITIES = Capabilities.create(
     models=["openai/gpt-5.1", "anthropic/claude-sonnet-4.5"],
@@ -58,26 +64,35 @@ for (const key of Object.keys(research{index})) {{
 """
 
 
+HEAD = (
+    'export const meta = { name: "generated", description: "Generated realistic workflow" };\n'
+    "const findingSchema = {\n"
+    '  type: "object",\n'
+    '  properties: { summary: { type: "string" }, findings: { type: "array", items: { type: "string" } } },\n'
+    '  required: ["summary", "findings"],\n'
+    "};\n"
+    "const state = {};\n"
+)
+
+
 def script(lines: int) -> str:
-    head = (
-        'export const meta = { name: "generated", description: "Generated realistic workflow" };\n'
-        "const findingSchema = {\n"
-        '  type: "object",\n'
-        '  properties: { summary: { type: "string" }, findings: { type: "array", items: { type: "string" } } },\n'
-        '  required: ["summary", "findings"],\n'
-        "};\n"
-        "const state = {};\n"
-    )
-    body = []
-    count = head.count("\n")
+    """A valid script of exactly `lines` lines: whole stages, then `log` lines, then `return state;`."""
+    text = HEAD
+    count = HEAD.count("\n")
     index = 0
-    while count < lines:
-        block = stage(index)
-        body.append(block)
+    while count + (block := stage(index)).count("\n") < lines:
+        text += block
         count += block.count("\n")
         index += 1
-    text = head + "".join(body) + "return state;\n"
-    return "\n".join(text.split("\n")[: lines - 1]) + "\nreturn state;\n"
+    text += "".join(f'log("padding {n}");\n' for n in range(lines - count - 1))
+    return text + "return state;\n"
+
+
+def broken(text: str) -> str:
+    """`text` with its middle line replaced by a syntax error."""
+    rows = text.split("\n")
+    rows[len(rows) // 2] = "const = ;"
+    return "\n".join(rows)
 
 
 def median_ms(action: Callable[[], object], runs: int) -> float:
@@ -89,9 +104,11 @@ def median_ms(action: Callable[[], object], runs: int) -> float:
     return statistics.median(samples)
 
 
-def measure(lines: int, runs: int, compile: bool) -> dict[str, float]:
-    text = script(lines)
-    results = {"full": median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES), runs)}
+def measure(text: str, runs: int, with_preflight: bool) -> dict[str, float]:
+    parser = Parser(Language(tree_sitter_javascript.language()))
+    data = text.encode()
+    results = {"parse": median_ms(lambda: parser.parse(data), runs)}
+    results["full"] = median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES), runs)
     document = ScriptDocument(text)
     analyze_document(document, CAPABILITIES)
     middle = document.index.line_count // 2
@@ -108,26 +125,44 @@ def measure(lines: int, runs: int, compile: bool) -> dict[str, float]:
         analyze_document(document, CAPABILITIES)
 
     results["incremental"] = median_ms(edit, runs)
-    if compile:
-        results["compile"] = median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES, compile=True), 5)
+    if with_preflight:
+        results["preflight"] = median_ms(lambda: preflight(text, CAPABILITIES), max(3, runs // 5))
     return results
+
+
+def check_valid(text: str) -> None:
+    """The generated script must be what it claims: no syntax finding, and preflight accepts it."""
+    syntax = [f for f in analyze_document(ScriptDocument(text), CAPABILITIES) if f.code == "INVALID_SYNTAX"]
+    if syntax:
+        raise SystemExit(f"generated script is not valid: {syntax[0].message}")
+    preflight(text, CAPABILITIES)
+
+
+def report(label: str, results: dict[str, float], lines: int) -> bool:
+    failed = False
+    parts = []
+    for kind, value in results.items():
+        bar = BARS.get((lines, kind)) if label == "valid" else None
+        verdict = "" if bar is None else (" ok" if value <= bar else f" OVER {bar:.0f} ms")
+        failed = failed or (bar is not None and value > bar)
+        parts.append(f"{kind} {value:7.2f} ms{verdict}")
+    ratio = results["full"] / results["parse"]
+    print(f"{lines:>5} lines {label:>6}: " + " | ".join(parts) + f" | full/parse {ratio:4.1f}x")
+    return failed
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=25)
-    parser.add_argument("--compile", action="store_true", help="also time the engine check (not on the typing path)")
+    parser.add_argument("--no-preflight", action="store_true", help="skip the preflight timing (exact syntax check)")
     args = parser.parse_args()
     failed = False
     for lines in (100, 1000, 5000):
-        results = measure(lines, args.runs, args.compile)
-        parts = []
-        for kind, value in results.items():
-            bar = BARS.get((lines, kind))
-            verdict = "" if bar is None else (" ok" if value <= bar else f" OVER {bar:.0f} ms")
-            failed = failed or (bar is not None and value > bar)
-            parts.append(f"{kind} {value:7.2f} ms{verdict}")
-        print(f"{lines:>5} lines: " + " | ".join(parts))
+        text = script(lines)
+        assert text.count("\n") == lines, (lines, text.count("\n"))
+        check_valid(text)
+        failed = report("valid", measure(text, args.runs, not args.no_preflight), lines) or failed
+        report("broken", measure(broken(text), args.runs, False), lines)
     return 1 if failed else 0
 
 

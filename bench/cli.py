@@ -1,0 +1,104 @@
+"""Process-level latency of the commands a user waits for, as the user runs them (a fresh `piflow` each time).
+
+Prints the median wall time of: `piflow check` of a one-agent script, `piflow run` of that script to
+completion (scripted backend), and `piflow resume` of an interrupted run of an N-agent fan-out (its
+owner killed with SIGKILL at a checkpoint) until the run has completed again — every journaled
+agent replayed, none re-run. Each command starts a new Python process, so import time counts, as it
+does for a user. Targets (issue: speed): check <= 0.25 s, run <= 0.35 s, resume of 100 agents <=
+0.18 s and of 10,000 agents <= 2 s.
+
+Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PIFLOW = [sys.executable, "-m", "piflow"]
+ONE_AGENT = 'const answer = await agent("Say hello", { label: "hello" });\nreturn answer;\n'
+
+
+def fan_out(n: int) -> str:
+    tasks = ",\n".join(f"  t{i}: () => agent('task {i}')" for i in range(n))
+    return (
+        f'const results = await parallel("fan", {{\n{tasks}\n}});\n'
+        'const go = await checkpoint({name: "done", prompt: "Finish?", context: null});\n'
+        "return {count: Object.keys(results).length, go};\n"
+    )
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    done = subprocess.run([*PIFLOW, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - began
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"piflow {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
+    """Start `script`, wait until it awaits its checkpoint, SIGKILL its owner: an interrupted run's id."""
+    owner = subprocess.Popen(
+        [*PIFLOW, "run", script], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert owner.stdout is not None
+    run_id = ""
+    while not run_id:
+        line = owner.stdout.readline()
+        if not line:
+            raise SystemExit("piflow run ended before printing its run id")
+        run_id = line.strip() if len(line.strip()) == 36 else ""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        shown = subprocess.run(
+            [*PIFLOW, "show", run_id, "--json"], cwd=project, env=env, capture_output=True, text=True, check=False
+        )
+        view = json.loads(shown.stdout or "{}")
+        if any(c.get("state") == "awaiting" for c in view.get("checkpoints", [])):
+            break
+        time.sleep(0.2)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    return run_id
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--agents", type=int, nargs="*", default=[100, 10_000])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        env = dict(os.environ)
+        env.update(HOME=str(root / "home"), XDG_STATE_HOME=str(root / "state"), XDG_CONFIG_HOME=str(root / "config"))
+        env.pop("PI_CODING_AGENT_DIR", None)
+        project = root / "project"
+        project.mkdir()
+        (project / "one.workflow.js").write_text(ONE_AGENT)
+        check = statistics.median(timed(["check", "one.workflow.js"], project, env) for _ in range(args.runs))
+        print(f"piflow check, one agent:             {check:6.3f} s (target 0.25 s)")
+        run = statistics.median(timed(["run", "one.workflow.js", "--json"], project, env) for _ in range(args.runs))
+        print(f"piflow run, one agent, to completion: {run:6.3f} s (target 0.35 s)")
+        for n in args.agents:
+            script = f"fan-{n}.workflow.js"
+            (project / script).write_text(fan_out(n))
+            samples = []
+            for _ in range(max(1, args.runs // 3) if n > 1000 else args.runs):
+                run_id = interrupted_run(project, script, env)
+                samples.append(timed(["resume", run_id, "--answer", "done=approve", "--json"], project, env))
+            target = "0.18 s" if n <= 100 else "2 s"
+            print(f"piflow resume, {n:>6} agents:        {statistics.median(samples):6.3f} s (target {target})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
