@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from piflow.cli import main
+from piflow.cli_check import ACORN_NOTE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -43,10 +44,25 @@ def test_directory_findings_exit_one_with_text_lines(workspace: Path, capsys: py
     assert code == 1
     bad = workspace / "nested" / "bad.workflow.js"
     assert out.splitlines() == [
-        f"{bad}:2:11: error INVALID_SYNTAX Invalid workflow syntax: Unexpected token (2:10)",
         f"{bad}:1:21: error UNKNOWN_MODEL Unknown model: openai/nope",
+        f"{bad}:2:11: error INVALID_SYNTAX Invalid workflow syntax: Unexpected token (2:10)",
         "2 errors in 2 files.",
+        ACORN_NOTE,
     ]
+
+
+def test_findings_are_listed_in_file_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "order.workflow.js"
+    # The rules find the bad thinking level and the empty label before the unknown model.
+    script.write_text('await agent("a", { model: "openai/nope", thinking: "loud" });\n'
+                      'return await agent("b", { label: "" });\n', encoding="utf-8")
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps(CAPABILITIES), encoding="utf-8")
+    code, out = run_check(capsys, str(script), "--capabilities", str(caps), "--no-compile")
+    assert code == 1
+    locations = [line.split(": ")[0] for line in out.splitlines()[:-1]]
+    assert locations == [f"{script}:1:27", f"{script}:1:52", f"{script}:2:34"]
+    assert "Note:" not in out  # no syntax message, no note about its location
 
 
 def test_json_report(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,7 +71,7 @@ def test_json_report(workspace: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 1
     assert [Path(item["path"]).name for item in report["files"]] == ["good.workflow.js", "bad.workflow.js"]
     assert report["files"][0]["findings"] == []
-    finding = report["files"][1]["findings"][1]
+    finding = report["files"][1]["findings"][0]
     assert finding["code"] == "UNKNOWN_MODEL"
     assert finding["range"]["start"] == {"line": 0, "character": 20}
     assert report["summary"]["error"] == 2
@@ -68,7 +84,7 @@ def test_sarif_report(workspace: Path, capsys: pytest.CaptureFixture[str]) -> No
     run = log["runs"][0]
     assert run["tool"]["driver"]["name"] == "piflow"
     rule_ids = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
-    result = run["results"][1]
+    result = run["results"][0]
     assert result["ruleId"] == "UNKNOWN_MODEL" and rule_ids[result["ruleIndex"]] == "UNKNOWN_MODEL"
     assert result["level"] == "error"
     region = result["locations"][0]["physicalLocation"]["region"]
@@ -105,4 +121,4 @@ def test_real_subprocess(workspace: Path) -> None:
         cwd=workspace,
     )
     assert completed.returncode == 1
-    assert completed.stdout.splitlines()[-1] == "2 errors in 1 file."
+    assert completed.stdout.splitlines()[-2:] == ["2 errors in 1 file.", ACORN_NOTE]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,11 @@ from piflow.analysis.report import FileReport, format_json, format_sarif, format
 from piflow.errors import WorkflowError
 
 DEFAULT_GLOB: Final = "**/*.workflow.js"
+ACORN_LOCATION: Final = re.compile(r"\(\d+:\d+\)$")
+ACORN_NOTE: Final = (
+    "Note: `file:line:column:` counts both from 1. A syntax message ending in `(line:column)` keeps the "
+    "reference parser's exact words, and its column counts from 0."
+)
 EXIT_CLEAN: Final = 0
 EXIT_FINDINGS: Final = 1
 EXIT_USAGE: Final = 2
@@ -34,7 +40,9 @@ def register(commands: Any) -> None:
     check = commands.add_parser(
         "check",
         help="lint workflow scripts",
-        description=f"Report every problem of workflow scripts (files, or directories searched for {DEFAULT_GLOB}).",
+        description=f"Report every problem of workflow scripts (files, or directories searched for {DEFAULT_GLOB}). "
+        "Text output is `file:line:column: severity CODE message`, line and column from 1, findings in file "
+        "order; JSON and SARIF ranges are 0-based like the LSP's.",
     )
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
@@ -75,6 +83,8 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write(format_sarif(reports, __version__))
     else:
         sys.stdout.write(format_text(reports))
+        if any(ACORN_LOCATION.search(f.message) for report in reports for f in report.findings):
+            sys.stdout.write(ACORN_NOTE + "\n")
     errors = any(finding.severity == "error" for report in reports for finding in report.findings)
     return EXIT_FINDINGS if errors else EXIT_CLEAN
 
@@ -116,8 +126,10 @@ def project_capabilities(directory: Path) -> Capabilities:
 
 
 def check_file(path: str, capabilities: Capabilities, dialect: str | None, *, compile: bool) -> FileReport:
+    """A file's findings in reading order (line, then column), whatever order the rules found them in."""
     data = Path(path).read_bytes()
     text = data.decode("utf-8", "replace")
     chosen = detect_dialect(data, dialect)
     findings = analyze(text, capabilities, chosen.name, compile=compile)
-    return FileReport(path, chosen.name, tuple(findings))
+    ordered = sorted(findings, key=lambda f: (f.range.start.line, f.range.start.character))
+    return FileReport(path, chosen.name, tuple(ordered))

@@ -1,4 +1,9 @@
-"""`piflow doctor`: what piflow sees of this machine and project, and what is missing."""
+"""`piflow doctor`: what piflow sees of this machine and project, and what is missing.
+
+Every check has a level: `ok` (present and usable), `info` (absent but optional: a fresh machine
+has only these), `warning` (configured but not usable, such as a provider without its key) and
+`error` (broken configuration, or a default backend that cannot run). Only errors fail the command.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,25 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from piflow.config import DEFAULT_ROOT_TOOLS, load_config
+from piflow.config.paths import user_config_path
 from piflow.engine.environment import project_root, store_path
 
+Level = Literal["ok", "info", "warning", "error"]
+MARKS: Final[dict[str, str]] = {"ok": "✓", "info": "·", "warning": "!", "error": "✗"}
 
-def _check(ok: bool, text: str) -> dict[str, Any]:
-    return {"ok": ok, "text": text}
+
+def _check(level: Level, text: str) -> dict[str, Any]:
+    """One finding; `ok` stays for clients that read only it (false for warnings and errors)."""
+    return {"level": level, "ok": level in ("ok", "info"), "text": text}
+
+
+def _file(label: str, path: Path, missing: str) -> dict[str, Any]:
+    if path.exists():
+        return _check("ok", f"{label}: {path}")
+    return _check("info", f"{label}: {path} not found — {missing}")
 
 
 def diagnose(cwd: str) -> dict[str, Any]:
@@ -22,43 +38,64 @@ def diagnose(cwd: str) -> dict[str, Any]:
     config = load_config(cwd, tolerant=True)
     checks: list[dict[str, Any]] = []
     for problem in config.problems:
-        checks.append(_check(False, f"{problem.code}: {problem.message}"))
+        checks.append(_check("error", f"{problem.code}: {problem.message}"))
     project = config.project
-    checks.append(_check(True, f"project root: {project.project_root}"))
-    checks.append(_check(True, f"piflow.toml: {project.project_file or '(none)'}; user config: "
-                               f"{project.user_file or '(none)'}"))
-    checks.append(_check(True, f"project trusted: {project.trusted} ({project.trust_reason})"))
-    checks.append(_check(True, f"agent dir: {config.agent_dir}"))
-    checks.append(_check(True, f"workflow settings: {config.settings_path} (concurrency "
-                               f"{config.settings.concurrency}, {len(config.model_aliases)} model aliases)"))
+    checks.append(_check("ok", f"project root: {project.project_root}"))
+    if project.project_file is not None:
+        checks.append(_check("ok", f"piflow.toml: {project.project_file}"))
+    else:
+        checks.append(_check("info", f"piflow.toml: none in {project.project_root} or above — piflow's defaults apply"))
+    checks.append(_file("user config", project.user_file or user_config_path(), "piflow's defaults apply"))
+    if project.trusted:
+        checks.append(_check("ok", f"project trusted: yes ({project.trust_reason})"))
+    else:
+        checks.append(_check(
+            "info",
+            f"project trusted: no ({project.trust_reason}) — its .pi/ settings and roles are ignored; to trust it, "
+            f"set `trust_project = true` under [piflow] in its piflow.toml, or add {project.project_root} to "
+            f"trusted_projects in {user_config_path()}",
+        ))
+    checks.append(_file("agent dir", config.agent_dir, "pi is not set up here; piflow uses defaults"))
+    checks.append(_file(
+        "workflow settings", config.settings_path,
+        f"defaults apply (concurrency {config.settings.concurrency}, no model aliases)",
+    ))
+    if config.settings_path.exists():
+        checks.append(_check("ok", f"model aliases: {len(config.model_aliases)}, concurrency "
+                                   f"{config.settings.concurrency}"))
     for name in config.roles.names:
-        checks.append(_check(True, f"role {name}: {config.roles.paths.get(name)}"))
+        checks.append(_check("ok", f"role {name}: {config.roles.paths.get(name)}"))
     registry = config.registry
     if not registry.configured:
-        checks.append(_check(False, f"model registry: {registry.path} not found — unknown models cannot be "
-                                    "verified and only the scripted backend can answer"))
+        checks.append(_check("info", f"model registry: {registry.path} not found — unknown models cannot be "
+                                     "verified and only the scripted backend can answer"))
     models = []
     for provider in registry.providers.values():
         usable = registry.provider_available(provider.name)
         for model in provider.models:
             models.append({"model": model.ref, "provider": provider.name, "api": provider.api,
                            "baseUrl": provider.base_url, "available": usable, "source": str(registry.path)})
-        checks.append(_check(usable, f"provider {provider.name} ({provider.api or 'no api'}, "
-                                     f"{provider.base_url or 'no baseUrl'}): "
-                                     + ("usable" if usable else "no API key (set it in models.json or the env)")))
+        checks.append(_check("ok" if usable else "warning",
+                             f"provider {provider.name} ({provider.api or 'no api'}, "
+                             f"{provider.base_url or 'no baseUrl'}): "
+                             + ("usable" if usable else "no API key (set it in models.json or the env)")))
     pi_command = os.environ.get("PIFLOW_PI_COMMAND") or shutil.which("pi")
     openai_ready = any(p.api == "openai-completions" and registry.provider_available(p.name)
                        for p in registry.providers.values())
     backends = {
-        "scripted": _check(True, "always available (answers from fixtures)"),
-        "openai": _check(openai_ready, "a usable provider with api openai-completions" if openai_ready
-                         else "needs a provider with api \"openai-completions\" in models.json"),
-        "pi": _check(bool(pi_command), f"pi CLI: {pi_command}" if pi_command
-                     else "pi CLI not found: npm install -g @earendil-works/pi-coding-agent"),
+        "scripted": _check("ok", "always available (answers from fixtures)"),
+        "openai": _check("ok", "a usable provider with api openai-completions") if openai_ready
+        else _check("info", "not configured: needs a provider with api \"openai-completions\" in models.json"),
+        "pi": _check("ok", f"pi CLI: {pi_command}") if pi_command
+        else _check("info", "not installed: npm install -g @earendil-works/pi-coding-agent"),
     }
-    checks.append(_check(True, f"default backend: {project.backend}"))
-    checks.append(_check(True, f"run store: {store_path(cwd)}"))
-    checks.append(_check(True, f"root tools: {', '.join(DEFAULT_ROOT_TOOLS)}"))
+    default = backends.get(project.backend)
+    if default is not None and default["level"] != "ok":
+        checks.append(_check("error", f"default backend {project.backend} cannot run: {default['text']}"))
+    else:
+        checks.append(_check("ok", f"default backend: {project.backend}"))
+    checks.append(_file("run store", store_path(cwd), "the first run creates it"))
+    checks.append(_check("ok", f"root tools: {', '.join(DEFAULT_ROOT_TOOLS)}"))
     return {"checks": checks, "models": models, "backends": backends}
 
 
@@ -68,13 +105,14 @@ def _doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         for check in report["checks"]:
-            print(f"{'✓' if check['ok'] else '!'} {check['text']}")
+            print(f"{MARKS[check['level']]} {check['text']}")
         for name, check in report["backends"].items():
-            print(f"{'✓' if check['ok'] else '✗'} backend {name}: {check['text']}")
+            print(f"{MARKS[check['level']]} backend {name}: {check['text']}")
         for model in report["models"]:
             state = "available" if model["available"] else "unavailable"
             print(f"  model {model['model']} — {state}, from {model['source']} ({model['baseUrl']})")
-    return 0 if all(c["ok"] for c in report["checks"]) else 1
+        print("(✓ usable · optional, not set up ! configured but not usable ✗ must be fixed)")
+    return 1 if any(check["level"] == "error" for check in report["checks"]) else 0
 
 
 def register(commands: Any) -> None:

@@ -7,21 +7,37 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 
+from piflow.cli_check import UsageError
 from piflow.engine import events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.progress import format_progress
-from piflow.engine.store import RunStore
+from piflow.engine.store import RunStore, known_store_paths
+from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.views import attention_key, run_summary, run_view
 from piflow.errors import WorkflowError, format_workflow_failure
 
 _SUCCESS_STATES = frozenset({"completed"})
-_WAITING_STATES = frozenset({"awaiting_input", "paused", "pausing", "running"})
+_FINISHED_STATES = frozenset({"completed", "stopped", "failed"})
+_RECENT_FINISHED: Final = 10
+_STATE_WORDS: Final = {
+    "queued": "queued, about to start",
+    "running": "running",
+    "pausing": "pausing: running agents finish first",
+    "paused": "paused: continue with `piflow resume {id}`",
+    "awaiting_input": "waiting for a checkpoint answer: `piflow approve|reject {id} NAME`",
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "stopped",
+    "interrupted": "interrupted (its process ended): continue with `piflow resume {id}`",
+    "budget_exhausted": "stopped at its budget: raise it with `piflow resume {id} --budget PATCH`",
+}
 
 
 def _json_arg(text: str | None, what: str) -> Any:
@@ -35,6 +51,49 @@ def _json_arg(text: str | None, what: str) -> Any:
 
 def open_store(cwd: str) -> RunStore:
     return RunStore.open(store_path(cwd))
+
+
+def silence_stdout() -> None:
+    """Send the rest of our output to /dev/null once its reader has gone (`piflow runs | head`),
+    so neither later writes nor the interpreter's final flush raise `BrokenPipeError` again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def write_on(out: TextIO, text: str) -> None:
+    """Write while a run goes on: when the reader has gone (`| head`), the run goes on without one."""
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def state_in_words(state: str, run_id: str) -> str:
+    """A run state as a sentence, with the command that moves it on where there is one."""
+    return _STATE_WORDS.get(state, state).format(id=run_id[:8])
+
+
+def existing_store(cwd: str) -> RunStore:
+    """The project's run store for commands that read or control runs (they never create one)."""
+    path = store_path(cwd)
+    if not path.exists():
+        raise UsageError(f"no workflow runs in the project {cwd} yet (no run store at {path})")
+    return RunStore.open(path)
+
+
+def resolve_run(store: RunStore, text: str, cwd: str) -> str:
+    """The id of the run `text` names (a full id or a prefix of 8+ characters), or a usage error
+    that says where piflow looked and how to list the runs that exist."""
+    matches = store.match_run_ids(text)
+    if matches and (len(text) >= MIN_RUN_PREFIX or matches == [text]):
+        if len(matches) == 1:
+            return matches[0]
+        raise UsageError(f"the run id prefix {text} matches several runs ({', '.join(m[:13] for m in matches)}…): "
+                         "give more characters")
+    short = f" (a run id prefix needs at least {MIN_RUN_PREFIX} characters)" if len(text) < MIN_RUN_PREFIX else ""
+    raise UsageError(f"no run {text} in the project {cwd}{short}; `piflow runs --all` lists its runs")
 
 
 class ProgressPrinter:
@@ -70,18 +129,15 @@ class ProgressPrinter:
             self._line(f"log: {payload['message']}")
 
     def _line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
+        write_on(self.out, text + "\n")
 
     def redraw(self) -> None:
         if not (self.interactive and self.dirty):
             return
         self.dirty = False
         card = format_progress(run_view(self.store, self.run_id))
-        if self._drawn_lines:
-            self.out.write(f"\x1b[{self._drawn_lines}F\x1b[J")
-        self.out.write(card + "\n")
-        self.out.flush()
+        erase = f"\x1b[{self._drawn_lines}F\x1b[J" if self._drawn_lines else ""
+        write_on(self.out, erase + card + "\n")
         self._drawn_lines = card.count("\n") + 1
 
 
@@ -91,7 +147,7 @@ def _answers(pairs: list[str] | None) -> dict[str, bool]:
     for pair in pairs or []:
         name, _, verdict = pair.partition("=")
         if not name or verdict not in ("approve", "reject"):
-            raise WorkflowError("INVALID_METADATA", f"--answer takes NAME=approve|reject, not {pair!r}")
+            raise UsageError(f"--answer takes NAME=approve or NAME=reject, not {pair!r}")
         answers[name] = verdict == "approve"
     return answers
 
@@ -180,7 +236,8 @@ def _detach(argv: list[str]) -> int:
         return 2
     reply = json.loads(line)
     if "error" in reply:
-        print(f"piflow: {reply['error']['code']}: {reply['error']['message']}", file=sys.stderr)
+        code = reply["error"].get("code")
+        print(f"piflow: {code + ': ' if code else ''}{reply['error']['message']}", file=sys.stderr)
         return 2
     print(reply["runId"])
     return 0
@@ -200,21 +257,28 @@ async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
         _owner_started(run_id)
         await engine.wait(run_id)
         return 0
-    print(run_id, flush=True)
-    await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=_answers(args.answer))
+    write_on(sys.stdout, run_id + "\n")
+    await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=args.answers)
     return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
+
+
+def read_script(name: str) -> str:
+    """A script's text; a missing or unreadable file is a usage error, not a syntax error."""
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{name} is a directory; give a workflow script") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 async def _run(args: argparse.Namespace) -> int:
     if (args.script is None) == (args.workflow is None):
         raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
     script_path = Path(args.script).resolve() if args.script else None
-    script = ""
-    if script_path is not None:
-        try:
-            script = script_path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise WorkflowError("INVALID_SYNTAX", f"Cannot read {args.script}: {exc.strerror}") from None
+    script = read_script(args.script) if args.script else ""
     cwd = project_root(str(script_path.parent) if script_path else os.getcwd())
     if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
         print("piflow: no backend configured, agents answer from the scripted backend "
@@ -239,9 +303,10 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _resume(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
-    with open_store(cwd) as store:
+    with existing_store(cwd) as store:
+        run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
-            reply = await engine.resume(args.run, _json_arg(args.budget, "budget"))
+            reply = await engine.resume(run_id, _json_arg(args.budget, "budget"))
             run_id = reply["runId"]
             if "proposalId" in reply:
                 print(reply["message"])
@@ -254,14 +319,15 @@ async def _resume(args: argparse.Namespace) -> int:
 
 def _with_engine(args: argparse.Namespace, action: str) -> int:
     cwd = project_root(os.getcwd())
-    with open_store(cwd) as store:
+    with existing_store(cwd) as store:
+        run_id = resolve_run(store, args.run, cwd)
         engine = Engine(store)
         if action == "pause":
-            print(f"{engine.pause(args.run)}")
+            print(f"{engine.pause(run_id)}")
         elif action == "stop":
-            print(json.dumps(engine.stop(args.run)))
+            print(json.dumps(engine.stop(run_id)))
         elif action in ("approve", "reject"):
-            reply = engine.respond(args.run, name=args.name, approved=action == "approve")
+            reply = engine.respond(run_id, name=args.name, approved=action == "approve")
             print("Checkpoint response accepted." if reply["accepted"] else "Checkpoint is not awaiting a response.")
             return 0 if reply["accepted"] else 1
     return 0
@@ -269,11 +335,11 @@ def _with_engine(args: argparse.Namespace, action: str) -> int:
 
 async def _budget(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
-    with open_store(cwd) as store:
+    with existing_store(cwd) as store:
+        run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
-            reply = engine.respond(args.run, proposal_id=args.proposal, approved=args.decision == "approve")
+            reply = engine.respond(run_id, proposal_id=args.proposal, approved=args.decision == "approve")
             print(json.dumps(reply))
-            run_id = store.resolve_run_id(args.run)
             if reply.get("state") != "running":
                 return 0 if reply.get("reason") == "rejected" else 1
             with anyio.fail_after(10):
@@ -285,54 +351,109 @@ async def _budget(args: argparse.Namespace) -> int:
 
 def _runs(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
-    with open_store(cwd) as store:
-        Engine(store).recover()
-        summaries = [run_summary(r, store.agents(r.id)) for r in store.list_runs()]
+    path = store_path(cwd)
+    summaries: list[dict[str, Any]] = []
+    if path.exists():
+        with RunStore.open(path) as store:
+            Engine(store).recover()
+            summaries = [run_summary(r, store.agents(r.id)) for r in store.list_runs()]
+    hidden = 0
     if not args.all:
-        summaries = [s for s in summaries if s["state"] not in ("completed", "stopped", "failed")] + [
-            s for s in summaries if s["state"] in ("completed", "stopped", "failed")
-        ][:10]
+        finished = [s for s in summaries if s["state"] in _FINISHED_STATES]
+        hidden = max(0, len(finished) - _RECENT_FINISHED)
+        summaries = [s for s in summaries if s["state"] not in _FINISHED_STATES] + finished[:_RECENT_FINISHED]
     summaries.sort(key=attention_key)
     if args.json:
         print(json.dumps(summaries, indent=2))
         return 0
     if not summaries:
-        print("No workflow runs in this project.")
+        print(f"No workflow runs in the project {cwd} (run store {path}).")
+        _print_other_projects(path)
     for s in summaries:
         agents = f"{s['agents']['settled']}/{s['agents']['total']} agents"
         cost = f"  ${s['costUsd']:.4f}" if s["costUsd"] else ""
         print(f"{s['runId'][:8]}  {s['workflowName']:<20} {s['state']:<16} {s['phase'] or '-':<12} {agents}{cost}")
+    if hidden:
+        print(f"({hidden} older finished runs not shown: `piflow runs --all` lists every run)")
     return 0
+
+
+def _print_other_projects(current: Path) -> None:
+    """Where runs are, when none are here: each project with runs in the other known stores."""
+    projects: Counter[str] = Counter()
+    for path in known_store_paths():
+        if path == current:
+            continue
+        try:
+            with RunStore.open(path) as store:
+                projects.update(run.cwd for run in store.list_runs())
+        except WorkflowError:
+            continue  # a damaged or newer store is not this command's business
+    if projects:
+        print("Runs of other projects (each project has its own runs; run `piflow runs` in it):")
+    for project, count in projects.most_common(5):
+        print(f"  {project}  {count} run{'s' if count > 1 else ''}   cd {project} && piflow runs")
 
 
 def _show(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
-    with open_store(cwd) as store:
+    with existing_store(cwd) as store:
+        run_id = resolve_run(store, args.run, cwd)
         Engine(store).recover()
-        view = run_view(store, store.resolve_run_id(args.run))
+        view = run_view(store, run_id, details=True)
     if args.json:
         print(json.dumps(view, indent=2, ensure_ascii=False))
         return 0
-    print(f"Run: {view['runId']}\nScript: {view['scriptPath'] or '(inline)'}")
-    print(format_progress(view))
-    for agent in view["agentList"]:
-        line = (
-            f"  {agent['label']}: {agent['state']} attempts={agent['attempts']} tokens={agent['tokens']} "
-            f"cost=${agent['costUsd']:.4f} model={agent['model']}"
+    print(format_run(view))
+    return 0
+
+
+def format_run(view: dict[str, Any]) -> str:
+    """`piflow show`: the run's state in words, each agent's outcome, then the result or error."""
+    lines = [
+        f"Run {view['runId']}: {view['workflowName']}",
+        f"Script: {view['scriptPath'] or '(inline)'}",
+        f"State: {state_in_words(view['state'], view['runId'])}",
+    ]
+    if view["phase"]:
+        lines.append(f"Phase: {view['phase']}")
+    usage = view["budget"]["usage"]
+    lines.append(f"Usage: {usage.get('tokens', 0)} tokens, ${usage.get('costUsd', 0):.4f}, "
+                 f"{usage.get('agentLaunches', 0)} agent launches")
+    if view["budget"]["limits"]:
+        lines.append(f"Budget: {json.dumps(view['budget']['limits'])}")
+    if view["agentList"]:
+        lines.append("Agents:")
+    for number, agent in enumerate(view["agentList"], start=1):
+        attempts = agent["attempts"]
+        lines.append(
+            f"  #{number} {agent['label']}: {agent['state']}, {attempts} attempt{'s' if attempts != 1 else ''}, "
+            f"{agent['tokens']} tokens, ${agent['costUsd']:.4f}, model {agent['model']}"
         )
         if agent["error"]:
-            line += f" error={agent['error']['code']}: {agent['error']['message']}"
-        print(line)
+            lines.append(f"     error: {agent['error']['code']}: {agent['error']['message']}")
+        elif agent["outputPreview"] is not None:
+            lines.append(f"     output: {agent['outputPreview']}")
+        for attempt in agent["attemptList"][:-1]:  # earlier attempts only say why they were retried
+            if attempt.get("error"):
+                lines.append(f"     attempt {attempt['number']}: {attempt['error']['code']}: "
+                             f"{attempt['error']['message']}")
+        if agent["transcriptPath"]:
+            lines.append(f"     transcript: {agent['transcriptPath']}")
+    for checkpoint in view["checkpoints"]:
+        lines.append(f"Checkpoint {checkpoint['name']}: {checkpoint['state']} ({checkpoint['prompt']})")
     for worktree in view["worktrees"]:
-        print(f"  worktree {worktree['owner']}: branch {worktree['branch']} at {worktree['path']}")
+        lines.append(f"Worktree {worktree['owner']}: branch {worktree['branch']} at {worktree['path']}")
     for proposal in view["proposals"]:
         if proposal["state"] == "pending":
-            print(f"  budget proposal {proposal['proposalId']}: {json.dumps(proposal['proposed'])}")
+            lines.append(f"Budget proposal {proposal['proposalId']}: {json.dumps(proposal['proposed'])}: "
+                         f"`piflow budget approve|reject {view['runId'][:8]} {proposal['proposalId']}`")
     if view.get("error"):
-        print(f"Error: {view['error']['code']}: {view['error']['message']}")
+        error = WorkflowError(view["error"]["code"], view["error"]["message"])
+        lines.append(f"Error: {error.code}: {format_workflow_failure(error)}")
     if view["state"] == "completed":
-        print(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}")
-    return 0
+        lines.append(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}")
+    return "\n".join(lines)
 
 
 def register(commands: Any) -> None:
@@ -390,13 +511,18 @@ def register(commands: Any) -> None:
 
 
 def _detach_or(args: argparse.Namespace, action: Any) -> int:
+    # Bad flags and missing files are refused here, before any run exists (or an owner starts).
+    args.answers = _answers(args.answer)
+    if getattr(args, "script", None):
+        read_script(args.script)
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])
     if args.owner_process:
         try:
             return int(anyio.run(action, args))
-        except WorkflowError as exc:
-            sys.stdout.write(json.dumps({"error": exc.to_json()}) + "\n")
+        except (WorkflowError, UsageError) as exc:
+            error = exc.to_json() if isinstance(exc, WorkflowError) else {"message": str(exc)}
+            sys.stdout.write(json.dumps({"error": error}) + "\n")
             sys.stdout.flush()
             return 2
     return int(anyio.run(action, args))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 import stat
 import sys
@@ -71,17 +70,6 @@ async def test_idle_worker_waiting_for_the_host_keeps_beating() -> None:
         await worker.settle([{"id": call["id"], "ok": True, "value": "late"}])
     assert await worker.wait_done() == "late"
     await worker.kill()
-
-
-async def test_finished_workers_are_reaped_by_asyncio_alone(caplog: pytest.LogCaptureFixture) -> None:
-    # `serve` kills the worker once it reported `done`, often just as the worker exits; the kill
-    # must not reap it under asyncio's child watcher ("Unknown child process pid …, returncode 255").
-    with caplog.at_level(logging.WARNING, logger="asyncio"):
-        for _ in range(12):
-            worker = WorkerProcess()
-            await worker.start(body="return 1")
-            assert await worker.serve(Host()) == 1
-    assert [r.getMessage() for r in caplog.records if "Unknown child process" in r.getMessage()] == []
 
 
 async def test_kill_cancels_a_busy_loop_at_once() -> None:

@@ -72,6 +72,7 @@ class Commands(LanguageFeature):
             ),
             "piflow.listRuns": self._list_runs,
             "piflow.showRun": self._show_run,
+            "piflow.showAgent": self._show_agent,
         }
         for command in protocol.COMMANDS:
             self.server.command(command.name)(self._handler(command, implementations[command.name]))
@@ -189,7 +190,11 @@ class Commands(LanguageFeature):
 
     async def _show_run(self, arguments: protocol.RunIdArguments) -> dict[str, Any]:
         host, run_id = await self._runs.host_of_run(arguments.run_id)
-        return await self._runs.view(host, run_id)
+        return await self._runs.view(host, run_id, details=True)
+
+    async def _show_agent(self, arguments: protocol.AgentIdArguments) -> dict[str, Any]:
+        host, run_id = await self._runs.host_of_run(arguments.run_id)
+        return await self._runs.agent(host, run_id, arguments.agent_id)
 
 
 def _preview(value: Any) -> str:

@@ -296,7 +296,22 @@ class ListRunsResult(Message):
     runs: list[RunSummary]
 
 
+class AttemptDetail(Message):
+    """One attempt of an agent; `state` is `running`, `completed`, `failed` or `cancelled`."""
+
+    number: int
+    state: str
+    tokens: int
+    cost_usd: float
+    error: ErrorInfo | None = None
+    """Why the attempt failed, when it did."""
+    transcript_path: str | None = None
+    """The attempt's transcript file, when its backend keeps one (the pi backend does)."""
+
+
 class AgentDetail(Message):
+    """One agent of a run with what it answered or why it failed."""
+
     model_config = ConfigDict(extra="allow")
 
     id: str
@@ -310,6 +325,23 @@ class AgentDetail(Message):
     activity: str | None
     journal_path: str | None = None
     error: ErrorInfo | None = None
+    output_preview: str | None
+    """One line of at most 200 characters (a string output itself, anything else as JSON), ending in
+    `…` when cut; null while the agent has no output."""
+    output: Any = None
+    """The full output: present when its JSON is at most 64 KiB (always, from `piflow.showAgent`)."""
+    output_truncated: bool
+    """True when `output` was left out for size: ask `piflow.showAgent` for it."""
+    transcript_path: str | None
+    """The latest attempt's transcript file, if any."""
+    attempt_list: list[AttemptDetail]
+
+
+class AgentIdArguments(Arguments):
+    """One agent of a run: `agentId` is an `AgentDetail.id` (a run id prefix of 8+ characters will do)."""
+
+    run_id: str
+    agent_id: str
 
 
 class CheckpointDetail(Message):
@@ -406,7 +438,13 @@ COMMANDS: Final[tuple[Command, ...]] = (
     Command("piflow.stop", RunIdArguments, StopResult, "Stop a run for good."),
     Command("piflow.respond", RespondArguments, RespondResult, "Approve or reject a checkpoint or budget proposal."),
     Command("piflow.listRuns", ListRunsArguments, ListRunsResult, "List runs of a script or of the workspace."),
-    Command("piflow.showRun", RunIdArguments, RunSnapshot, "Everything about one run."),
+    Command(
+        "piflow.showRun",
+        RunIdArguments,
+        RunSnapshot,
+        "Everything about one run, each agent with its output (up to 64 KiB), attempts and transcript.",
+    ),
+    Command("piflow.showAgent", AgentIdArguments, AgentDetail, "One agent of a run with its full output."),
 )
 
 NOTIFICATIONS: Final[tuple[Notification, ...]] = (
@@ -529,7 +567,7 @@ def reference_markdown() -> str:
         ]
     lines += ["### Shared shapes", ""]
     for model in (ErrorInfo, AgentProgress, AgentCounts, AwaitingCheckpoint, Budget, BudgetLimit, BudgetUsage,
-                  BudgetEvent, RunSummary, AgentDetail, CheckpointDetail, BudgetDetail, ClientOptions):
+                  BudgetEvent, RunSummary, AgentDetail, AttemptDetail, CheckpointDetail, BudgetDetail, ClientOptions):
         lines += [f"#### `{model.__name__}`", "", (model.__doc__ or "").strip(), "", *_fields_table(model), ""]
     lines.append(REFERENCE_END)
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """The durable run store (SQLite, WAL) shared by every piflow process of a project."""
 
-from piflow.engine.store.location import default_store_path
+from piflow.engine.store.location import default_store_path, known_store_paths
 from piflow.engine.store.records import (
     CHECKPOINT_STATES,
     DECISION_STATES,
@@ -28,4 +28,5 @@ __all__ = [
     "RunStore",
     "WorktreeRecord",
     "default_store_path",
+    "known_store_paths",
 ]

@@ -52,3 +52,11 @@ def create_private_file(path: Path) -> None:
         return
     os.close(descriptor)
     os.chmod(path, 0o600)
+
+
+def known_store_paths(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The run stores at the default location (one per project that has run something here).
+
+    Stores a piflow.toml moved elsewhere (`[piflow] store`) are not among them.
+    """
+    return sorted((state_dir(environ) / "projects").glob("*/runs.db"))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
@@ -70,6 +70,8 @@ _RUN_UPDATABLE: Final = frozenset(
 )
 _AGENT_UPDATABLE: Final = frozenset(AGENTS.columns) - {"id", "run_id", "n", "created_at"}
 _NO_LIMIT: Final = -1
+MIN_RUN_PREFIX: Final = 8
+"""A run id prefix shorter than this names no run (ids are uuids: 8 hex digits rarely collide)."""
 _JOURNAL_INSERT: Final = "INSERT INTO journal (run_id, path, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _LEASE_COLUMNS: Final = "owner_token, pid, host, pid_start, heartbeat_at"
 
@@ -288,26 +290,34 @@ class RunStore:
 
     def resolve_run_id(self, prefix: str) -> str:
         """The run id `prefix` names: an exact id, or a unique prefix of at least 8 characters."""
-        with self._read() as connection:
-            if connection.execute("SELECT 1 FROM runs WHERE id = ?", (prefix,)).fetchone() is not None:
-                return prefix
-            if len(prefix) < 8:
-                raise WorkflowError(
-                    "RESUME_INCOMPATIBLE",
-                    f"Unknown workflow run: {prefix} (a run id prefix needs at least 8 characters)",
-                )
-            rows = connection.execute(
-                "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 4", (len(prefix), prefix)
-            ).fetchall()
+        if len(prefix) < MIN_RUN_PREFIX and self.get_run(prefix) is None:
+            raise WorkflowError(
+                "RESUME_INCOMPATIBLE",
+                f"Unknown workflow run: {prefix} (a run id prefix needs at least 8 characters)",
+            )
+        rows = self.match_run_ids(prefix)
         if not rows:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {prefix}")
         if len(rows) > 1:
-            matches = ", ".join(row[0] for row in rows[:3]) + (", ..." if len(rows) > 3 else "")
+            matches = ", ".join(rows[:3]) + (", ..." if len(rows) > 3 else "")
             raise WorkflowError(
                 "RESUME_INCOMPATIBLE", f"Ambiguous workflow run id prefix {prefix}: matches {matches}"
             )
-        run_id: str = rows[0][0]
-        return run_id
+        return rows[0]
+
+    def match_run_ids(self, prefix: str, limit: int = 4) -> list[str]:
+        """Ids of the runs `prefix` may name (the exact id alone when one matches), at most `limit`.
+
+        Commands that are not `workflow_resume` word an unknown run their own way, so they ask this
+        instead of catching `resolve_run_id`'s spec error.
+        """
+        with self._read() as connection:
+            if connection.execute("SELECT 1 FROM runs WHERE id = ?", (prefix,)).fetchone() is not None:
+                return [prefix]
+            rows = connection.execute(
+                "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?", (len(prefix), prefix, limit)
+            ).fetchall()
+        return [row[0] for row in rows]
 
     def list_runs(self, cwd: str | None = None, script_path: str | None = None) -> list[RunRecord]:
         """Runs, newest first, optionally only those launched in `cwd` and/or from `script_path`."""
@@ -389,6 +399,23 @@ class RunStore:
                 self._require(connection, subject)
         return {path: decode_optional(value) for path, value in rows}
 
+    def journal_texts(self, run_id: str, paths: Collection[str], cap: int | None = None) -> dict[str, tuple[str, int]]:
+        """`path -> (stored JSON text, its length)` for the journaled ones of `paths`.
+
+        With `cap`, only the first `cap` characters of each text are read: views show previews of
+        outputs that may be megabytes without paging them in. The text is ASCII (see `encode_json`),
+        so its length is its size in bytes.
+        """
+        wanted = set(paths)
+        if not wanted:
+            return {}
+        with self._read(("run", run_id)) as connection:
+            text = "value" if cap is None else f"substr(value, 1, {int(cap)})"
+            rows = connection.execute(
+                f"SELECT path, {text}, length(value) FROM journal WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        return {path: (text, size) for path, text, size in rows if path in wanted}
+
     def journal_put(self, run_id: str, path: str, value: Any) -> None:
         """Journal a completed operation; a path is stored once (`DUPLICATE_NAME` otherwise)."""
         cursor = self._execute(_JOURNAL_INSERT, (run_id, path, encode_json(value)), ("run", run_id))
@@ -445,6 +472,20 @@ class RunStore:
             if not rows:
                 self._require(connection, subject)
         return [ATTEMPTS.decode(row) for row in rows]
+
+    def run_attempts(self, run_id: str) -> dict[str, list[AttemptRecord]]:
+        """Every attempt of the run's agents, by agent id, in attempt order (one query for a view)."""
+        with self._read(("run", run_id)) as connection:
+            rows = connection.execute(
+                f"{ATTEMPTS.select} WHERE agent_id IN (SELECT id FROM agents WHERE run_id = ?) "
+                "ORDER BY agent_id, attempt",
+                (run_id,),
+            ).fetchall()
+        found: dict[str, list[AttemptRecord]] = {}
+        for row in rows:
+            record = ATTEMPTS.decode(row)
+            found.setdefault(record.agent_id, []).append(record)
+        return found
 
     # -- checkpoints (spec F.4) --------------------------------------------------------------
     def await_checkpoint(self, run_id: str, label: str, prompt: str, context: Any) -> bool:

@@ -189,7 +189,7 @@ class WorkerProcess:
                 # Not `process.kill()`: `Popen.send_signal` first polls the child with waitpid, and
                 # when the worker has just exited that reaps it under asyncio's child watcher, which
                 # then logs "Unknown child process pid …, will report returncode 255".
-                process.kill()
+                os.kill(process.pid, signal.SIGKILL)
         await process.aclose()
 
     # -- internals ----------------------------------------------------------------------------
