@@ -7,13 +7,14 @@ import inspect
 
 import pytest
 
-from piflow import Capabilities, Finding, analyze
+from piflow import Capabilities, Finding, WorkflowError, analyze, preflight
 from piflow.analysis import ScriptDocument, analyze_document
 from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import validate_subagents_script
 from piflow.analysis.expressions import LiteralExpr
 from piflow.analysis.facts import SyntaxIssue
 from piflow.analysis.records import fast_init
+from piflow.config.roles import RoleDefinition
 
 C0 = Capabilities.create(models=["openai/gpt"], tools=["read"], agent_types=["reviewer"])
 ALIASED = Capabilities.create(
@@ -82,7 +83,11 @@ def test_conversation_name_must_be_a_literal() -> None:
     [
         ('{ label: " " }', "agent label must be a non-empty string", '" "'),
         ("{ model: null }", "agent model must be a non-empty string", "null"),
-        ('{ thinking: "hihg" }', "agent thinking must be off, minimal, low, medium, high, xhigh, or max", '"hihg"'),
+        (
+            '{ thinking: "hihg" }',
+            'agent thinking must be off, minimal, low, medium, high, xhigh, or max (got "hihg")',
+            '"hihg"',
+        ),
         ('{ tools: "read" }', "agent tools must be an array of strings", '"read"'),
         ('{ role: "" }', "agent role must be a non-empty string", '""'),
         ("{ outputSchema: [] }", "agent outputSchema must be a plain JSON-compatible Schema object", "[]"),
@@ -156,9 +161,17 @@ def test_unknown_alias_target_names_the_alias() -> None:
 
 
 def test_models_cannot_be_verified_without_a_registry() -> None:
-    findings = analyze('agent("a", { model: "openai/gpt" }); agent("b", { model: "gpt" })', UNVERIFIED)
-    assert [finding.severity for finding in findings] == ["information", "information"]
-    assert all("no model registry" in finding.message for finding in findings)
+    finding = only(analyze('agent("a", { model: "openai/gpt" })', UNVERIFIED))
+    assert finding.severity == "information"
+    assert finding.message == "Cannot verify model openai/gpt: no model registry is configured"
+
+
+def test_a_bare_id_without_a_registry_is_an_error_as_the_launch_refuses_it() -> None:
+    finding = only(analyze('agent("b", { model: "gpt" })', UNVERIFIED))
+    assert finding.severity == "error"
+    assert finding.message == (
+        "Unknown model gpt: not a model alias, and no model registry (models.json) to resolve a bare id"
+    )
 
 
 def test_invalid_model_spec_stays_an_error_without_a_registry() -> None:
@@ -320,3 +333,77 @@ def test_fast_init_keeps_frozen_dataclass_semantics() -> None:
 
     with pytest.raises(TypeError):
         fast_init(Mutable)
+
+
+# -- will it run? (availability with credentials, role policy, quick fixes) --------------------------------
+
+KEYLESS = Capabilities.create(
+    models=["openai/gpt", "anthropic/opus"],
+    tools=["read"],
+    known_models=["openai/gpt", "anthropic/opus"],
+    missing_credentials={"anthropic/opus": "ANTHROPIC_API_KEY"},
+)
+KEYED = dataclasses.replace(KEYLESS, models=frozenset({"openai/gpt"}))
+
+
+def test_a_model_without_its_key_is_a_warning_naming_the_variable_where_the_backend_needs_none() -> None:
+    finding = only(analyze('agent("x", { model: "anthropic/opus" })', KEYLESS))
+    assert (finding.code, finding.severity) == ("MISSING_CREDENTIALS", "warning")
+    assert "ANTHROPIC_API_KEY is not set" in finding.message
+
+
+def test_a_model_without_its_key_is_an_error_naming_the_variable_where_the_backend_needs_it() -> None:
+    finding = only(analyze('agent("x", { model: "anthropic/opus" })', KEYED))
+    assert (finding.code, finding.severity) == ("UNKNOWN_MODEL", "error")
+    assert "ANTHROPIC_API_KEY is not set" in finding.message
+
+
+def test_preflight_keeps_the_reference_message_for_a_model_without_its_key() -> None:
+    with pytest.raises(WorkflowError) as caught:
+        preflight('agent("x", { model: "anthropic/opus" })', KEYED)
+    assert caught.value.message == "Unknown model: anthropic/opus"
+
+
+def role(model: str | None = None, tools: tuple[str, ...] | None = None) -> RoleDefinition:
+    return RoleDefinition(prompt="Work.", model=model, tools=tools)
+
+
+def test_a_role_whose_model_is_unavailable_is_flagged_where_the_role_is_used() -> None:
+    caps = dataclasses.replace(KEYED, agent_types=frozenset({"reviewer"}), roles={"reviewer": role("anthropic/opus")})
+    text = 'agent("x", { role: "reviewer" })'
+    finding = only(analyze(text, caps))
+    assert (finding.code, finding.message) == ("UNKNOWN_MODEL", "Unknown model for role reviewer: anthropic/opus")
+    assert span(text, finding) == '"reviewer"'
+
+
+def test_a_role_with_a_tool_outside_the_session_is_flagged() -> None:
+    caps = dataclasses.replace(C0, roles={"reviewer": role(tools=("read", "bash"))})
+    finding = only(analyze('agent("x", { role: "reviewer" })', caps))
+    assert (finding.code, finding.message) == ("UNKNOWN_TOOL", "Unknown tool for role reviewer: bash")
+
+
+def test_a_dynamic_role_flags_every_role_the_launch_will_check() -> None:
+    caps = dataclasses.replace(
+        KEYED, agent_types=frozenset({"ok", "bad"}), roles={"ok": role("openai/gpt"), "bad": role("anthropic/opus")}
+    )
+    finding = only(analyze('agent("x", { role: args.role })', caps))
+    assert finding.message.startswith("Unknown model for role bad: anthropic/opus (a dynamic role")
+
+
+def test_a_role_model_running_without_its_key_is_a_warning() -> None:
+    caps = dataclasses.replace(KEYLESS, agent_types=frozenset({"reviewer"}), roles={"reviewer": role("anthropic/opus")})
+    finding = only(analyze('agent("x", { role: "reviewer" })', caps))
+    assert (finding.code, finding.severity) == ("MISSING_CREDENTIALS", "warning")
+
+
+def test_quick_fixes_never_offer_the_current_value_or_an_unavailable_model() -> None:
+    caps = Capabilities.create(
+        models=["openai/gpt"],
+        known_models=["openai/gpt", "openai/gpt-4"],
+        model_aliases={"gpt4": "openai/gpt-4", "gpt5": "openai/gpt"},
+    )
+    finding = only(analyze('agent("x", { model: "gpt4" })', caps))
+    assert finding.message == "Unknown model alias gpt4 resolved to openai/gpt-4"
+    offered = [fix.edits[0].new_text for fix in finding.fix or ()]
+    assert offered and "gpt4" not in offered and "gpt-4" not in offered and "openai/gpt-4" not in offered
+    assert set(offered) <= {"gpt5", "openai/gpt", "gpt"}

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from piflow.config.roles import RoleDefinition
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -14,6 +16,8 @@ class Capabilities:
     `known_models` (for bare-id resolution) defaults to `models`. `verified_models` is False
     when no model registry is configured: unknown models are then reported at information
     severity by `analyze` instead of as errors (preflight still follows the reference).
+    `missing_credentials` (known model -> unset key variable) and `roles` (the definitions behind
+    `agent_types`) let the editor say what a launch would refuse and why; preflight ignores them.
     """
 
     models: frozenset[str] = frozenset()
@@ -24,6 +28,8 @@ class Capabilities:
     settings_path: str | None = None
     skip_model_availability: bool = False
     verified_models: bool = True
+    missing_credentials: Mapping[str, str] = field(default_factory=dict)
+    roles: Mapping[str, RoleDefinition] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -36,6 +42,8 @@ class Capabilities:
         settings_path: str | None = None,
         skip_model_availability: bool = False,
         verified_models: bool = True,
+        missing_credentials: Mapping[str, str] | None = None,
+        roles: Mapping[str, RoleDefinition] | None = None,
     ) -> Capabilities:
         return cls(
             models=frozenset(models),
@@ -46,6 +54,8 @@ class Capabilities:
             settings_path=settings_path,
             skip_model_availability=skip_model_availability,
             verified_models=verified_models,
+            missing_credentials=dict(missing_credentials or {}),
+            roles=dict(roles or {}),
         )
 
     @classmethod

@@ -10,9 +10,9 @@ from typing import Any
 
 from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.preflight import PreflightResult, preflight
-from piflow.config.model_refs import resolve_model_reference
+from piflow.analysis.role_policy import role_policy_problem
 from piflow.config.paths import agent_dir, global_roles_dir, project_roles_dir
-from piflow.config.roles import RoleDefinition, RoleSet, load_roles
+from piflow.config.roles import RoleSet, load_roles
 from piflow.errors import WorkflowError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][\w$]*$")
@@ -91,22 +91,6 @@ def _non_blank(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _check_role_policy(role_name: str, role: RoleDefinition, ctx: LaunchContext) -> None:
-    if role.model is not None:
-        known = ctx.known_models if ctx.known_models is not None else ctx.available_models
-        ref = resolve_model_reference(role.model, ctx.model_aliases, known, ctx.settings_path)
-        if not ctx.skip_model_availability and ref.name not in ctx.available_models:
-            if role.model in ctx.model_aliases:
-                suffix = f" (settings: {ctx.settings_path})" if ctx.settings_path else ""
-                raise WorkflowError(
-                    "UNKNOWN_MODEL", f"Unknown model alias {role.model} resolved to {ref.name}{suffix}"
-                )
-            raise WorkflowError("UNKNOWN_MODEL", f"Unknown model for role {role_name}: {ref.name}")
-    for tool in role.tools if role.tools is not None else sorted(ctx.root_tools):
-        if tool not in ctx.root_tools:
-            raise WorkflowError("UNKNOWN_TOOL", f"Unknown tool for role {role_name}: {tool}")
-
-
 def validate_workflow_launch(params: Mapping[str, Any], context: LaunchContext) -> LaunchCheck:
     """Check a launch request the way the reference's `workflow` tool does, in its order."""
     if "maxAgentLaunches" in params:
@@ -150,5 +134,7 @@ def validate_workflow_launch(params: Mapping[str, Any], context: LaunchContext) 
             continue
         role_names.append(role_name)
     for role_name in role_names:
-        _check_role_policy(role_name, roles.roles[role_name], context)
+        problem = role_policy_problem(role_name, roles.roles[role_name], capabilities)
+        if problem is not None:
+            raise problem
     return LaunchCheck(script, checked, roles, tuple(role_names))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from piflow.config.availability import ModelAvailability, model_availability
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
 from piflow.config.paths import (
     agent_dir,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # config sits below analysis; Capabilities is imported lazily
 __all__ = [
     "DEFAULT_ROOT_TOOLS",
     "THINKING_LEVELS",
+    "ModelAvailability",
     "ModelRef",
     "ModelRegistry",
     "PiflowConfig",
@@ -47,6 +49,7 @@ __all__ = [
     "capabilities",
     "load_config",
     "load_settings",
+    "model_availability",
     "parse_model_reference",
     "parse_role_markdown",
     "resolve_model_reference",
@@ -89,8 +92,10 @@ class PiflowConfig:
 
     @property
     def model_aliases(self) -> dict[str, str]:
-        """Aliases come only from the global settings (spec D)."""
-        return dict(self.settings.model_aliases or {})
+        """pi's aliases come only from its global settings (spec D) and win; piflow.toml's
+        `[model_aliases]` fill in names they leave undefined, so a project can ship the aliases
+        its scripts use (the bundled examples run on a machine without any pi settings)."""
+        return {**self.project.model_aliases, **(self.settings.model_aliases or {})}
 
     @property
     def resource_policy(self) -> ResourcePolicy:
@@ -158,20 +163,26 @@ def load_config(
     )
 
 
-def capabilities(config: PiflowConfig, tools: Iterable[str] | None = None) -> Capabilities:
-    """What a script of this project may reference: available models, root tools, roles, aliases.
+def capabilities(
+    config: PiflowConfig, tools: Iterable[str] | None = None, backend: str | None = None
+) -> Capabilities:
+    """What a script of this project may reference on `backend` (default: the configured one).
 
-    Without a model registry nothing can be verified: `verified_models` is False, so analysis
-    reports unknown models as "cannot verify" instead of errors.
+    The models come from `model_availability`, as for a launch. Without a model registry
+    nothing can be verified: `verified_models` is False, so analysis reports unknown models as
+    "cannot verify" instead of errors.
     """
     from piflow.analysis.capabilities import Capabilities
 
+    models = model_availability(config.registry, config.project, backend)
     return Capabilities.create(
-        models=config.registry.available_models,
+        models=models.available,
         tools=DEFAULT_ROOT_TOOLS if tools is None else tools,
         agent_types=config.roles.names,
         model_aliases=config.model_aliases,
-        known_models=config.registry.known_models,
+        known_models=models.known,
         settings_path=str(config.settings_path),
-        verified_models=config.registry.configured,
+        verified_models=models.verified,
+        missing_credentials=models.missing_credentials,
+        roles=config.roles.roles,
     )

@@ -59,6 +59,13 @@ def _settings_suffix(settings_path: str | None) -> str:
     return f" (settings: {settings_path})" if settings_path else ""
 
 
+def unknown_alias_error(alias: str, target: str, settings_path: str | None) -> WorkflowError:
+    """The reference's error for an alias whose target is unusable (unparsable or unavailable)."""
+    return WorkflowError(
+        "UNKNOWN_MODEL", f"Unknown model alias {alias} resolved to {target}{_settings_suffix(settings_path)}"
+    )
+
+
 def resolve_model_reference(
     value: str,
     aliases: Mapping[str, str] | None = None,
@@ -72,10 +79,7 @@ def resolve_model_reference(
         try:
             return parse_model_reference(target)
         except WorkflowError:
-            raise WorkflowError(
-                "UNKNOWN_MODEL",
-                f"Unknown model alias {value} resolved to {target}{_settings_suffix(settings_path)}",
-            ) from None
+            raise unknown_alias_error(value, target, settings_path) from None
     if "/" in value:
         return parse_model_reference(value)
     bare, sep, thinking = value.partition(":")

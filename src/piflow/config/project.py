@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from piflow.config.paths import PROJECT_CONFIG_NAME, expand_home, user_config_path
+from piflow.config.settings import validate_model_aliases
 from piflow.errors import WorkflowError
 
 __all__ = [
@@ -87,6 +88,11 @@ class PiflowFile(_Strict):
     piflow: PiflowSection = Field(default_factory=PiflowSection)
     backends: dict[str, BackendOverride] = Field(default_factory=dict)
     scripted: ScriptedSection = Field(default_factory=ScriptedSection)
+    model_aliases: dict[str, str] = Field(
+        default_factory=dict,
+        description="Default model aliases for this project's scripts (name = provider/model[:thinking]). "
+        "pi's modelAliases in its global workflow settings win over these.",
+    )
     trusted_projects: list[str] | None = Field(
         default=None, description="User config only: absolute paths of trusted projects (~ allowed)."
     )
@@ -105,6 +111,8 @@ class ProjectConfig:
     scripts: tuple[str, ...] = DEFAULT_SCRIPT_GLOBS
     store: Path | None = None
     fixtures: Path | None = None
+    model_aliases: dict[str, str] = field(default_factory=dict)
+    """`[model_aliases]` of the user file, overridden by the project file's (defaults under pi's)."""
     trusted: bool = False
     trust_reason: str = "no piflow.toml or user setting trusts this project"
 
@@ -150,12 +158,20 @@ def read_piflow_file(path: Path, allow_trusted_projects: bool) -> PiflowFile | N
             f"{path}:{line}: trusted_projects belongs in the user config, not in {PROJECT_CONFIG_NAME}",
         )
     try:
-        return PiflowFile.model_validate(data)
+        parsed = PiflowFile.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         location = tuple(first["loc"])
         line = _key_line(text, location)
         raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: {_describe(first, location)}") from None
+    for name, target in parsed.model_aliases.items():
+        try:
+            validate_model_aliases({name: target}, str(path))
+        except WorkflowError as error:
+            line = _key_line(text, ("model_aliases", name))
+            what = error.message.removesuffix(f" (settings: {path})")
+            raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: {what}") from None
+    return parsed
 
 
 def _describe(error: Mapping[str, Any], location: Sequence[Any]) -> str:
@@ -266,8 +282,10 @@ def load_project_config(
     store = first(lambda file: file.piflow.store)
     fixtures = first(lambda file: file.scripted.fixtures)
     backends: dict[str, BackendName] = {}
+    aliases: dict[str, str] = {}
     for file, _ in reversed(sources):
         backends.update({name: entry.backend for name, entry in file.backends.items()})
+        aliases.update(file.model_aliases)
     return ProjectConfig(
         project_root=root,
         project_file=project_path,
@@ -278,6 +296,7 @@ def load_project_config(
         scripts=tuple(scripts[0]) if scripts else DEFAULT_SCRIPT_GLOBS,
         store=_resolve_against(store[1], store[0]) if store else None,
         fixtures=_resolve_against(fixtures[1], fixtures[0]) if fixtures else None,
+        model_aliases=aliases,
         trusted=trusted,
         trust_reason=reason,
     )

@@ -148,20 +148,27 @@ class ModelRegistry:
         return None if model is None else model.cost
 
     def provider_available(self, name: str) -> bool:
+        return name in self.providers and self.missing_key_variable(name) is None
+
+    def missing_key_variable(self, name: str) -> str | None:
+        """The unset environment variable a configured provider's key comes from (None: usable).
+
+        Naming the variable lets a finding say what to set instead of calling the model unknown.
+        """
         provider = self.providers.get(name)
         if provider is None:
-            return False
+            return None
         key = provider.api_key
         if key is None or key == "":
-            return bool(self.environ.get(_default_key_variable(name))) or _is_loopback(provider.base_url)
+            variable = _default_key_variable(name)
+            return None if self.environ.get(variable) or _is_loopback(provider.base_url) else variable
         if key.startswith("!"):
-            return True
+            return None
         reference = _ENV_REFERENCE.fullmatch(key)
-        if reference:
-            return bool(self.environ.get(reference.group(1) or reference.group(2)))
-        if _ENV_NAME.fullmatch(key):
-            return bool(self.environ.get(key))
-        return True
+        variable = (reference.group(1) or reference.group(2)) if reference else key
+        if (reference or _ENV_NAME.fullmatch(key)) and not self.environ.get(variable):
+            return variable
+        return None
 
     def api_key(self, name: str) -> str | None:
         """Resolve a provider's key as pi does: `!command` output, an environment variable's

@@ -133,6 +133,7 @@ class Engine:
         self.scheduler.unregister("__probe__")
         name = (request.name or "").strip() or request.workflow or _default_name(request.script_path)
         backend_name = request.backend or env.backend
+        env = env.with_backend(backend_name)
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
         backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts)

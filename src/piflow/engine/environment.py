@@ -2,81 +2,96 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from piflow.analysis.launch import LaunchContext, RegisteredWorkflow
-from piflow.config import DEFAULT_ROOT_TOOLS, ModelRegistry, PiflowConfig, load_config
-from piflow.config.project import find_project_root
+from piflow.config import (
+    DEFAULT_ROOT_TOOLS,
+    ModelAvailability,
+    ModelRegistry,
+    PiflowConfig,
+    load_config,
+    model_availability,
+)
+from piflow.config.project import ProjectConfig, find_project_root
 from piflow.engine.store import default_store_path
-
-SCRIPTED_MODEL = "scripted/default"
-"""The launching model when nothing is configured: the scripted backend answers for any model."""
 
 
 @dataclass(frozen=True)
 class LaunchEnvironment:
-    """Settings, roles, models and tools of one project at one moment (strictly loaded)."""
+    """Settings, roles, models and tools of one project at one moment (strictly loaded).
+
+    `models` is the availability on `backend`; `with_backend` re-derives it for a run on another.
+    """
 
     cwd: str
     concurrency: int
     model_aliases: dict[str, str]
     settings_path: str
     project_trusted: bool
-    available_models: frozenset[str]
-    known_models: frozenset[str]
-    registry_configured: bool
     root_tools: frozenset[str]
     backend: str
     fixtures: str | None
-    launch_model: str
     agent_dir: Path
     registry: ModelRegistry
+    project: ProjectConfig
+    models: ModelAvailability
     backend_configured: bool = False
-    provider_backends: dict[str, str] = field(default_factory=dict)
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
 
+    @property
+    def provider_backends(self) -> dict[str, str]:
+        return dict(self.project.provider_backends)
+
+    @property
+    def known_models(self) -> frozenset[str]:
+        return self.models.known
+
+    @property
+    def registry_configured(self) -> bool:
+        return self.models.verified
+
+    @property
+    def launch_model(self) -> str:
+        return self.models.launch_model
+
+    def with_backend(self, backend: str) -> LaunchEnvironment:
+        """This environment for a run on `backend` (`piflow run --backend`)."""
+        if backend == self.backend:
+            return self
+        return replace(self, backend=backend, models=model_availability(self.registry, self.project, backend))
+
     def launch_context(self) -> LaunchContext:
-        available = self.available_models if self.registry_configured else self.available_models | {
-            self.launch_model
-        }
         return LaunchContext(
             cwd=self.cwd,
-            available_models=available,
+            available_models=self.models.available,
             root_tools=self.root_tools,
             project_trusted=self.project_trusted,
             model_aliases=self.model_aliases,
-            known_models=self.known_models | available,
+            known_models=self.models.known,
             settings_path=self.settings_path,
             agent_dir=self.agent_dir,
             workflows=self.workflows,
-            skip_model_availability=not self.registry_configured,
+            skip_model_availability=not self.models.verified,
         )
 
 
 def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
-    registry = config.registry
-    available = frozenset(registry.available_models)
-    launch_model = getattr(config.project, "model", None) or (
-        sorted(available)[0] if registry.configured and available else SCRIPTED_MODEL
-    )
     return LaunchEnvironment(
         cwd=str(config.project_root),
         concurrency=config.settings.concurrency,
         model_aliases=config.model_aliases,
         settings_path=str(config.settings_path),
         project_trusted=config.trusted,
-        available_models=available,
-        known_models=frozenset(registry.known_models),
-        registry_configured=registry.configured,
         root_tools=frozenset(DEFAULT_ROOT_TOOLS),
         backend=config.project.backend,
         fixtures=str(config.project.fixtures) if config.project.fixtures else None,
-        launch_model=launch_model,
         agent_dir=config.agent_dir,
-        registry=registry,
+        registry=config.registry,
+        project=config.project,
+        models=model_availability(config.registry, config.project),
         backend_configured=config.project.project_file is not None or config.project.user_file is not None,
-        provider_backends=dict(config.project.provider_backends),
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from piflow.analysis.agent_options import CORE_OPTION_KEYS, ROLE_CONFLICT, option_problem
-from piflow.config.model_refs import ModelRef, parse_model_reference, resolve_model_reference
+from piflow.config.model_refs import ModelRef, parse_model_reference, resolve_model_reference, unknown_alias_error
 from piflow.errors import WorkflowError
 
 
@@ -85,15 +85,12 @@ class AgentSpec:
 
 def resolve_model(requested: str, ctx: ResolutionContext) -> ModelRef:
     """A model reference as this run may use it: aliases (blocked ones refused), bare ids, availability."""
-    suffix = f" (settings: {ctx.settings_path})" if ctx.settings_path else ""
     if requested in ctx.blocked_aliases and requested not in ctx.aliases:
-        raise WorkflowError(
-            "UNKNOWN_MODEL", f"Unknown model alias {requested} resolved to {ctx.blocked_aliases[requested]}{suffix}"
-        )
+        raise unknown_alias_error(requested, ctx.blocked_aliases[requested], ctx.settings_path)
     ref = resolve_model_reference(requested, ctx.aliases, ctx.known_models, ctx.settings_path)
     if ctx.verify_models and ref.name not in ctx.known_models:
         if requested in ctx.aliases:
-            raise WorkflowError("UNKNOWN_MODEL", f"Unknown model alias {requested} resolved to {ref.name}{suffix}")
+            raise unknown_alias_error(requested, ref.name, ctx.settings_path)
         raise WorkflowError("UNKNOWN_MODEL", f"Unknown model: {ref.name}")
     return ref
 

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.dialects import detect_dialect, subagents
 from piflow.analysis.launch import validate_workflow_launch
 from piflow.analysis.preflight import preflight
 from piflow.analysis.script import split_meta
@@ -46,6 +47,12 @@ def build_snapshot(
     backend: str,
 ) -> dict[str, Any]:
     """Validate the launch (B.2) and pin everything a resume must see unchanged."""
+    if request.script and detect_dialect(request.script.encode()).name == subagents.NAME:
+        raise WorkflowError(
+            "MISSING_WORKFLOW",
+            "runs.* (a pi-subagents workflowScript): piflow checks these scripts but its engine runs only "
+            "pi-extensible-workflows scripts; run this one with pi-subagents",
+        )
     params: dict[str, Any] = {"name": name}
     if request.workflow is not None:
         params["workflow"] = request.workflow

@@ -8,6 +8,7 @@ call in turn, because the reference fails on the first bad *call*, whichever che
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
@@ -30,12 +31,14 @@ from piflow.analysis.facts import PRIMITIVES, CallFact, Placed
 from piflow.analysis.findings import Finding, Fix, TextEdit
 from piflow.analysis.jsliterals import is_js_integer, js_blank
 from piflow.analysis.metadata import metadata_problem
+from piflow.analysis.option_keys import check_option_keys
+from piflow.analysis.role_policy import role_model_credentials, role_policy_problem
 from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleSpec
 from piflow.analysis.schemas import schema_problem
 from piflow.analysis.syntax import to_expr
 from piflow.analysis.syntax_check import syntax_problems
 from piflow.analysis.walker import INTERNAL_NAMES, WalkConfig
-from piflow.config.model_refs import THINKING_LEVELS, ModelRef, resolve_model_reference
+from piflow.config.model_refs import THINKING_LEVELS, ModelRef, resolve_model_reference, unknown_alias_error
 from piflow.errors import WorkflowError
 
 NAME: Final = "pi-extensible-workflows"
@@ -248,12 +251,10 @@ def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: E
             yield from _model_resolution(ctx, call, node, value)
     elif key == "thinking" and (not isinstance(value, str) or value not in THINKING_LEVELS):
         fixes = ctx.did_you_mean(node, call.base, value, THINKING_LEVELS) if isinstance(value, str) else []
-        yield ctx.finding(
-            "INVALID_METADATA",
-            "agent thinking must be off, minimal, low, medium, high, xhigh, or max",
-            *span,
-            fixes=fixes,
-        )
+        message = "agent thinking must be off, minimal, low, medium, high, xhigh, or max"
+        if not ctx.preflight:  # the reference's message is fixed; the editor also names the value
+            message += f" (got {_shown(value)})"
+        yield ctx.finding("INVALID_METADATA", message, *span, fixes=fixes)
     elif key == "tools" and (not isinstance(value, list) or not all(isinstance(tool, str) for tool in value)):
         yield ctx.finding("INVALID_METADATA", "agent tools must be an array of strings", *span)
     elif key == "role" and (not isinstance(value, str) or js_blank(value)):
@@ -266,6 +267,12 @@ def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: E
         yield ctx.finding("INVALID_METADATA", "agent retries must be a non-negative integer", *span)
     elif key == "timeoutMs" and not (value is None or (is_js_integer(value) and value >= 1)):
         yield ctx.finding("INVALID_METADATA", "agent timeoutMs must be null or a positive integer", *span)
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A short JSON rendering of a bad option value for a message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _resolve(ctx: RuleContext, value: str) -> ModelRef | WorkflowError:
@@ -282,36 +289,29 @@ def _resolve(ctx: RuleContext, value: str) -> ModelRef | WorkflowError:
     return result
 
 
-def _model_candidates(ctx: RuleContext) -> set[str]:
+def _model_candidates(ctx: RuleContext, value: str) -> set[str]:
+    """What a `model:` may be changed to: names that resolve to an available model, never `value` itself."""
     caps = ctx.capabilities
     names = set(caps.models) | set(caps.model_aliases)
     names.update(model.partition("/")[2] for model in caps.resolvable_models)
-    return names
+    usable = set()
+    for name in names - {value}:
+        resolution = _resolve(ctx, name)
+        if isinstance(resolution, ModelRef) and (resolution.name in caps.models or not caps.verified_models):
+            usable.add(name)
+    return usable
 
 
 def _model_resolution(ctx: RuleContext, call: Placed[CallFact], node: Expr, value: str) -> Iterator[Finding]:
     error = _resolve(ctx, value)
     if isinstance(error, WorkflowError):
         caps = ctx.capabilities
-        unverifiable = (
-            not ctx.preflight
-            and not caps.verified_models
-            and "/" not in value
-            and value not in caps.model_aliases
-            and error.message.startswith("Unknown model ")
-        )
+        message = error.message
+        if not ctx.preflight and not caps.verified_models and "/" not in value and value not in caps.model_aliases:
+            message += ": not a model alias, and no model registry (models.json) to resolve a bare id"
         span = _node_range(call, node)
-        fixes = ctx.did_you_mean(node, call.base, value, _model_candidates(ctx))
-        if unverifiable:
-            yield ctx.finding(
-                "UNKNOWN_MODEL",
-                f"Cannot verify model {value}: no model registry is configured",
-                *span,
-                severity="information",
-                fixes=fixes,
-            )
-        else:
-            yield ctx.finding(error.code, error.message, *span, fixes=fixes)
+        fixes = ctx.did_you_mean(node, call.base, value, _model_candidates(ctx, value))
+        yield ctx.finding(error.code, message, *span, fixes=fixes)
 
 
 def check_with_worktree(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Finding]:
@@ -400,7 +400,11 @@ def agent_calls(calls: Iterable[Placed[CallFact]]) -> Iterator[Placed[CallFact]]
 
 
 def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
-    """Step 10: every statically named model must be available (unless the caller skips this)."""
+    """Step 10: every statically named model must be available (unless the caller skips this).
+
+    The editor says why a known model is unavailable (its key variable is unset) and warns when a
+    model runs here only because the backend needs no key.
+    """
     caps = ctx.capabilities
     if caps.skip_model_availability:
         return
@@ -413,10 +417,14 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(resolution, WorkflowError):
             continue
         resolved = resolution.name
-        if resolved in caps.models:
-            continue
         span = _node_range(call, node)
-        fixes = ctx.did_you_mean(node, call.base, requested, _model_candidates(ctx))
+        variable = None if ctx.preflight else caps.missing_credentials.get(resolved)
+        if resolved in caps.models:
+            if variable is not None:
+                message = _credentials_message(resolved, variable, blocking=False)
+                yield ctx.finding("MISSING_CREDENTIALS", message, *span, severity="warning")
+            continue
+        fixes = ctx.did_you_mean(node, call.base, requested, _model_candidates(ctx, requested))
         if not ctx.preflight and not caps.verified_models:
             yield ctx.finding(
                 "UNKNOWN_MODEL",
@@ -425,18 +433,22 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
                 severity="information",
                 fixes=fixes,
             )
-        elif requested in caps.model_aliases:
-            suffix = f" (settings: {caps.settings_path})" if caps.settings_path else ""
-            yield ctx.finding(
-                "UNKNOWN_MODEL",
-                f"Unknown model alias {requested} resolved to {resolved}{suffix}",
-                *span,
-                fixes=fixes,
-            )
         else:
-            yield ctx.finding("UNKNOWN_MODEL", f"Unknown model: {resolved}", *span, fixes=fixes)
+            if variable is not None:
+                message = _credentials_message(resolved, variable, blocking=True)
+            elif requested in caps.model_aliases:
+                message = unknown_alias_error(requested, resolved, caps.settings_path).message
+            else:
+                message = f"Unknown model: {resolved}"
+            yield ctx.finding("UNKNOWN_MODEL", message, *span, fixes=fixes)
         if ctx.preflight:
             return
+
+
+def _credentials_message(model: str, variable: str, *, blocking: bool) -> str:
+    if blocking:
+        return f"Model {model} is configured, but {variable} is not set in this environment, and this backend needs it"
+    return f"{variable} is not set in this environment: {model} runs only on backends that need no key (scripted, pi)"
 
 
 def referenced_tools(call: Placed[CallFact]) -> Iterator[LiteralExpr]:
@@ -486,6 +498,35 @@ def check_roles(ctx: RuleContext) -> Iterator[Finding]:
             return
 
 
+def check_role_policy(ctx: RuleContext) -> Iterator[Finding]:
+    """Editor lint for launch step 9: the roles a launch will check, reported at the `role:` using them.
+
+    A literal role brings in its own definition; a dynamic role makes the launch check every role.
+    """
+    caps = ctx.capabilities
+    reported: set[str] = set()
+    for call in agent_calls(ctx.facts.calls):
+        node = effective_property(call.fact.arg(1), "role")
+        role = literal_string(node)
+        if role is not None:
+            names = [role] if role in caps.roles else []
+        elif dynamic_agent_role(call.fact.arg(1)):
+            names = [name for name in caps.roles if name not in reported]
+        else:
+            continue
+        for name in names:
+            definition = caps.roles[name]
+            problem = role_policy_problem(name, definition, caps)
+            where = _node_range(call, node)
+            if problem is not None:
+                via = "" if name == role else " (a dynamic role makes the launch check every role)"
+                yield ctx.finding(problem.code, problem.message + via, *where)
+            elif (credentials := role_model_credentials(definition, caps)) is not None:
+                message = _credentials_message(*credentials, blocking=False)
+                yield ctx.finding("MISSING_CREDENTIALS", message, *where, severity="warning")
+            reported.add(name)
+
+
 def dynamic_agent_role(options: Expr | None) -> bool:
     """Whether an agent call's role cannot be known statically (spec B.1 step 8)."""
     if options is None:
@@ -511,6 +552,8 @@ RULES: Final = (
     RuleSpec("model-availability", check_model_availability),
     RuleSpec("tools", check_tools),
     RuleSpec("roles", check_roles),
+    RuleSpec("role-policy", check_role_policy, reference=False),
+    RuleSpec("option-keys", check_option_keys, reference=False),
 )
 
 DIALECT: Final = Dialect(NAME, WalkConfig(strict=True, module=True), RULES, "INVALID_SYNTAX")
