@@ -15,10 +15,12 @@ from piflow.server.documents import DocumentTable
 from piflow.server.hover import Hover
 from piflow.server.inlay_hints import InlayHints
 from piflow.server.lenses import Lenses
+from piflow.server.outcomes import Outcomes
 from piflow.server.progress import RunNotifications
 from piflow.server.projects import Projects
 from piflow.server.runs import Runs
 from piflow.server.symbols import Symbols
+from piflow.server.workspace_problems import WorkspaceProblems
 
 
 def create_server() -> PiflowServer:
@@ -28,7 +30,9 @@ def create_server() -> PiflowServer:
         DocumentTable(server),
         Projects(server),
         Runs(server),
+        Outcomes(server),
         Diagnostics(server),
+        WorkspaceProblems(server),
         Hover(server),
         Completion(server),
         Definition(server),

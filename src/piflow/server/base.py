@@ -69,6 +69,9 @@ class LanguageFeature:
     def run_event(self, event: RunEvent) -> None:
         """Something happened to a run of an open project (launched here or anywhere else)."""
 
+    def workspace_changed(self, paths: list[str] | None) -> None:
+        """Files changed on disk (`paths`), or the configuration did (None: anything may have changed)."""
+
     async def shutdown(self) -> None:
         """The client asked the server to shut down; finish or hand over what must survive."""
 

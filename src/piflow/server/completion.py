@@ -3,8 +3,8 @@
 Half-typed code rarely parses, so the context comes from a small lexical scan of the statement
 before the cursor (brackets, strings, comments, template literals) rather than from the tree:
 inside a string after `model:` of an agent call's options → models; after `role:` → roles; in the
-`tools: [...]` array → tools; at a key position of the options object → option keys; elsewhere,
-at the start of an identifier → primitive snippets.
+`tools: [...]` array → tools; at a key position of an agent's options or a checkpoint's fields →
+their keys; elsewhere, at the start of an identifier → primitive snippets.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from typing import Final, Literal
 
 from lsprotocol import types
 
+from piflow.analysis.option_keys import AGENT_OPTIONS, OPTION_OBJECTS, OptionObject, option_markdown
 from piflow.config.model_refs import THINKING_LEVELS
 from piflow.server.base import LanguageFeature, handler
-from piflow.server.docs import AGENT_OPTIONS, PRIMITIVES, THINKING_DOCS, option_markdown, primitive_markdown
+from piflow.server.docs import PRIMITIVES, THINKING_DOCS, primitive_markdown
 from piflow.server.documents import DocumentTable
 from piflow.server.snapshot import DocumentKind, Snapshot
 
 _KEY_BEFORE: Final = re.compile(r"""(?:([A-Za-z_$][\w$]*)|"([^"]*)"|'([^']*)')\s*:\s*$""")
-_AGENT_CALL_BEFORE: Final = re.compile(r"(?<![\w$.])(agent|conversation)\s*$")
+_CALL_BEFORE: Final = re.compile(r"(?<![\w$.])(" + "|".join(OPTION_OBJECTS) + r")\s*$")
 _IDENTIFIER_PREFIX: Final = re.compile(r"[A-Za-z_$][\w$]*$")
 _KEY_POSITION: Final = re.compile(r"[{,]\s*([A-Za-z_$][\w$]*)?$")
 
@@ -105,17 +106,24 @@ def _scan(text: str, start: int, end: int) -> _Scan:
     return state
 
 
+def _option_frame(text: str, frames: list[_Frame], index: int) -> OptionObject | None:
+    """The option object `frames[index]` is: a literal in the options argument of a primitive call."""
+    if index < 1 or frames[index].char != "{":
+        return None
+    call = frames[index - 1]
+    if call.char != "(":
+        return None
+    callee = _CALL_BEFORE.search(text, max(0, call.start - 64), call.start)
+    owner = OPTION_OBJECTS.get(callee.group(1)) if callee is not None else None
+    if owner is None or call.commas != owner.argument:
+        return None
+    between = text[call.start + 1 : frames[index].start].rstrip()
+    return owner if (between.endswith(",") if owner.argument else not between) else None
+
+
 def _options_frame(text: str, frames: list[_Frame], index: int) -> bool:
     """Whether `frames[index]` is an object literal in the second argument of an agent/conversation call."""
-    if index < 1 or frames[index].char != "{":
-        return False
-    call = frames[index - 1]
-    if call.char != "(" or call.commas != 1:
-        return False
-    between = text[call.start + 1 : frames[index].start]
-    if not between.rstrip().endswith(","):
-        return False
-    return _AGENT_CALL_BEFORE.search(text, max(0, call.start - 64), call.start) is not None
+    return _option_frame(text, frames, index) is AGENT_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,8 @@ class Context:
     prefix: str
     prefix_start: int
     """Character index where the typed prefix starts (the completion replaces it)."""
+    owner: OptionObject | None = None
+    """For option keys: the option object whose keys are offered."""
 
 
 def completion_context(text: str, start: int, offset: int) -> Context | None:
@@ -148,15 +158,16 @@ def completion_context(text: str, start: int, offset: int) -> Context | None:
             if slot is not None:
                 return Context(slot, prefix, state.string_start + 1)
         if frames[top].char == "[" and _options_frame(text, frames, top - 1):
-            owner = _KEY_BEFORE.search(text, frames[top - 1].start + 1, frames[top].start)
-            if owner and (owner.group(1) or owner.group(2) or owner.group(3)) == "tools":
+            holder = _KEY_BEFORE.search(text, frames[top - 1].start + 1, frames[top].start)
+            if holder and (holder.group(1) or holder.group(2) or holder.group(3)) == "tools":
                 return Context("tool", prefix, state.string_start + 1)
         return None
-    if frames and frames[-1].char == "{" and _options_frame(text, frames, len(frames) - 1):
+    owner = _option_frame(text, frames, len(frames) - 1) if frames else None
+    if owner is not None:
         key = _KEY_POSITION.search(text, frames[-1].start, offset)
         if key is not None:
             prefix = key.group(1) or ""
-            return Context("option", prefix, offset - len(prefix))
+            return Context("option", prefix, offset - len(prefix), owner)
         return None
     word = _IDENTIFIER_PREFIX.search(text, max(start, offset - 64), offset)
     if word is not None and (word.start() == 0 or text[word.start() - 1] != "."):
@@ -202,9 +213,10 @@ def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippe
         return [item(tool, types.CompletionItemKind.Function, "tool") for tool in sorted(caps.tools)]
     if context.slot == "thinking":
         return [item(level, types.CompletionItemKind.EnumMember, THINKING_DOCS[level]) for level in THINKING_LEVELS]
-    if context.slot == "option":
-        return [item(key, types.CompletionItemKind.Property, "agent option", option_markdown(key))
-                for key in AGENT_OPTIONS]
+    if context.slot == "option" and context.owner is not None:
+        owner = context.owner
+        return [item(key, types.CompletionItemKind.Property, owner.title, option_markdown(owner, key))
+                for key in owner.keys]
     found = []
     for name, primitive in PRIMITIVES.items():
         if not name.startswith(context.prefix):

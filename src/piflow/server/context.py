@@ -1,8 +1,8 @@
-"""What a position in a script refers to: a primitive, an agent option, a model, a role or a tool.
+"""What a position in a script refers to: a primitive, an option key, a model, a role or a tool.
 
 Hover, go-to-definition and inlay hints ask the same question of a snapshot's parse tree, so the
-answer is computed here once. Only direct calls of `agent`/`conversation` count, as in spec B.1:
-their second argument's object literal holds the options.
+answer is computed here once. Only direct calls count, as in spec B.1: the second argument's object
+literal of `agent`/`conversation` holds the agent options, the first of `checkpoint` its fields.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Final, Literal
 from tree_sitter import Node
 
 from piflow.analysis.jsliterals import string_value
-from piflow.server.docs import AGENT_OPTIONS, PRIMITIVES
+from piflow.analysis.option_keys import AGENT_OPTIONS, OPTION_OBJECTS, OptionObject
+from piflow.server.docs import PRIMITIVES
 from piflow.server.snapshot import Snapshot
 
 TargetKind = Literal["primitive", "option", "model", "role", "tool", "thinking"]
@@ -30,6 +31,8 @@ class Target:
     value: str
     start: int
     end: int
+    owner: OptionObject | None = None
+    """For an option key: the option object it belongs to."""
 
 
 def call_name(call: Node) -> str | None:
@@ -40,15 +43,23 @@ def call_name(call: Node) -> str | None:
     return function.text.decode("utf-8", "replace")
 
 
-def options_object(node: Node | None) -> bool:
-    """Whether `node` is the options object literal of a direct agent/conversation call."""
+def option_object(node: Node | None) -> OptionObject | None:
+    """The option object a literal is, when it is the options argument of a direct primitive call."""
     if node is None or node.type != "object":
-        return False
+        return None
     arguments = node.parent
     if arguments is None or arguments.type != "arguments" or arguments.parent is None:
-        return False
+        return None
+    owner = OPTION_OBJECTS.get(call_name(arguments.parent) or "")
+    if owner is None:
+        return None
     named = [child for child in arguments.named_children if child.type != "comment"]
-    return len(named) > 1 and named[1].id == node.id and call_name(arguments.parent) in AGENT_CALLS
+    return owner if len(named) > owner.argument and named[owner.argument].id == node.id else None
+
+
+def options_object(node: Node | None) -> bool:
+    """Whether `node` is the options object literal of a direct agent/conversation call."""
+    return option_object(node) is AGENT_OPTIONS
 
 
 def _text(node: Node) -> str:
@@ -86,8 +97,9 @@ def target_at(snapshot: Snapshot, offset: int) -> Target | None:
             return Target("primitive", name, node.start_byte, node.end_byte)
     if node.type == "property_identifier" and parent is not None and parent.type == "pair":
         key = _text(node)
-        if key in AGENT_OPTIONS and options_object(parent.parent):
-            return Target("option", key, node.start_byte, node.end_byte)
+        owner = option_object(parent.parent)
+        if owner is not None and key in owner.keys:
+            return Target("option", key, node.start_byte, node.end_byte, owner)
     value = _string(node)
     if value is None or parent is None:
         return None

@@ -1,15 +1,14 @@
-"""Short documentation of the workflow primitives and agent options, shown by hover and completion.
+"""Short documentation of the workflow primitives and thinking levels, shown by hover and completion.
 
 One table, so the hover text of `agent` and the documentation of its completion snippet never
 disagree. The wording follows spec A (what a script author needs; not the host's internals).
+Option keys are documented beside the engine's key lists, in `piflow.analysis.option_keys`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
-
-from piflow.config.model_refs import THINKING_LEVELS
 
 
 @dataclass(frozen=True)
@@ -88,21 +87,6 @@ PRIMITIVES: Final[dict[str, Primitive]] = {
     )
 }
 
-AGENT_OPTIONS: Final[dict[str, str]] = {
-    "label": "Name shown for this agent in progress views and the journal (non-empty string).",
-    "model": "Model as `provider/model[:thinking]`, a model alias from the workflow settings, or a bare "
-    "model id that is unique in the registry. Not allowed together with `role`.",
-    "thinking": f"Reasoning effort: {', '.join(THINKING_LEVELS)}. Not allowed together with `role`.",
-    "tools": "Tool names the agent may use (an array of strings; each must be available to workflows). "
-    "Not allowed together with `role`.",
-    "role": "A role file (`roles/<name>.md`) that fixes model, thinking and tools and adds its text to "
-    "the system prompt.",
-    "outputSchema": "A JSON Schema; the agent must submit a matching value through `workflow_result`, "
-    "which becomes the call's result.",
-    "retries": "Extra attempts after a failed one (non-negative integer, default 0).",
-    "timeoutMs": "Time limit of each attempt in milliseconds (positive integer, or null for none).",
-}
-
 THINKING_DOCS: Final[dict[str, str]] = {
     "off": "No extended reasoning.",
     "minimal": "The least reasoning the model supports.",
@@ -117,6 +101,3 @@ THINKING_DOCS: Final[dict[str, str]] = {
 def primitive_markdown(primitive: Primitive) -> str:
     return f"```ts\n{primitive.signature}\n```\n\n{primitive.summary}"
 
-
-def option_markdown(key: str) -> str:
-    return f"**`{key}`** (agent option)\n\n{AGENT_OPTIONS[key]}"

@@ -44,7 +44,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCRIPT_LANGUAGE_IDS: Final = frozenset({"piflow-workflow", "javascript.piflow"})
-"""What the VS Code extension and the Neovim plugin (its compound filetype) call a workflow script."""
+"""What older VS Code extensions and Neovim plugins (a compound filetype) called a workflow script.
+
+Editors now keep workflow scripts `javascript` (so the host's JavaScript tooling stays on): a
+`javascript` document is a script by its name (`*.workflow.js`) or its project's `scripts` globs
+(checked once its project is loaded, in `DocumentTable._check`); other JavaScript gets nothing.
+"""
 DESCRIBE_AFTER: Final = 0.2
 """Seconds of quiet typing before a version's calls are found unasked (lenses, outline, hints)."""
 SCRIPT_SUFFIX: Final = ".workflow.js"

@@ -1,12 +1,13 @@
-"""Hover: what a primitive or an agent option does, what a model reference resolves to, what a role is."""
+"""Hover: what a primitive or an option key does, what a model reference resolves to, what a role is."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from piflow.analysis.option_keys import option_markdown
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import Target, target_at
-from piflow.server.docs import PRIMITIVES, THINKING_DOCS, option_markdown, primitive_markdown
+from piflow.server.docs import PRIMITIVES, THINKING_DOCS, primitive_markdown
 from piflow.server.documents import DocumentTable
 from piflow.server.projects import Project
 from piflow.server.snapshot import DocumentKind, Snapshot
@@ -68,8 +69,8 @@ def markdown_for(snapshot: Snapshot, target: Target) -> str:
     project = snapshot.project
     if target.kind == "primitive":
         return primitive_markdown(PRIMITIVES[target.value])
-    if target.kind == "option":
-        return option_markdown(target.value)
+    if target.kind == "option" and target.owner is not None:
+        return option_markdown(target.owner, target.value)
     if target.kind == "model":
         return model_markdown(project, target.value)
     if target.kind == "role":

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.analysis.capabilities import Capabilities
 from piflow.config import PiflowConfig, RoleDefinition, capabilities, load_config, resolve_model_reference
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POLL_SECONDS: Final = 2.0
+SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs")
+"""Changes of these files concern the scripts on disk (see `workspace_problems`), not the configuration."""
 _WATCH_ID: Final = "piflow-config-files"
 _generations = itertools.count(1)
 
@@ -208,7 +210,7 @@ class Projects(LanguageFeature):
 
     # -- invalidation ---------------------------------------------------------------------------
     def invalidate(self, reason: str) -> None:
-        """Forget every configuration and check every open document again."""
+        """Forget every configuration and check every open document (and the workspace) again."""
         from piflow.server.documents import DocumentTable
 
         log.info("configuration changed (%s): checking open documents again", reason)
@@ -216,14 +218,21 @@ class Projects(LanguageFeature):
         documents = self.server.get_feature(DocumentTable)
         for document in documents:
             documents.recheck(document)
+        self.server.dispatch("workspace_changed", None)
 
     def document_saved(self, document: OpenDocument) -> None:
         if document.kind not in (DocumentKind.SCRIPT, DocumentKind.OTHER):
             self.invalidate(f"saved {document.uri}")
 
     def _watched_files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
-        if params.changes:
-            self.invalidate(", ".join(change.uri for change in params.changes[:3]))
+        """Configuration files reload the configuration; scripts on disk are the workspace's to check."""
+        scripts = [change for change in params.changes if change.uri.endswith(SCRIPT_SUFFIXES)]
+        configuration = [change for change in params.changes if not change.uri.endswith(SCRIPT_SUFFIXES)]
+        if configuration:
+            self.invalidate(", ".join(change.uri for change in configuration[:3]))
+        paths = [path for change in scripts if (path := to_fs_path(change.uri))]
+        if paths:
+            self.server.dispatch("workspace_changed", paths)
 
     # -- watching -------------------------------------------------------------------------------
     def initialized(self) -> None:
@@ -250,6 +259,7 @@ class Projects(LanguageFeature):
         ]
         watchers.append(types.FileSystemWatcher(glob_pattern=f"**/{PROJECT_CONFIG_NAME}"))
         watchers.append(types.FileSystemWatcher(glob_pattern=f"**/.pi/{WORKFLOWS_DIR_NAME}/**"))
+        watchers.append(types.FileSystemWatcher(glob_pattern="**/*.{" + ",".join(s[1:] for s in SCRIPT_SUFFIXES) + "}"))
         return watchers
 
     async def _register_watchers(self) -> None:

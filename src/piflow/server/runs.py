@@ -22,7 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.engine.lifecycle import ENDED
 from piflow.engine.store import RunRecord, RunStore
-from piflow.engine.views import attention_key, run_summary, run_view
+from piflow.engine.views import agent_detail, attention_key, run_summary, run_view
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
 
@@ -270,12 +270,21 @@ class Runs(LanguageFeature):
 
     async def latest_with_agents(self, host: Host, path: str) -> str | None:
         """The newest run of a script that started agents (what inlay hints report on)."""
-        return await self.server.run_in_thread(_latest_with_agents, host, path)
+        return await self.server.run_in_thread(_latest, host, path, True)
 
-    async def view(self, host: Host, run_id: str) -> dict[str, Any]:
-        view = await self.server.run_in_thread(_view, host, run_id)
+    async def latest(self, host: Host, path: str) -> str | None:
+        """The newest run of a script (a new run replaces what the previous one reported)."""
+        return await self.server.run_in_thread(_latest, host, path, False)
+
+    async def view(self, host: Host, run_id: str, *, details: bool = False) -> dict[str, Any]:
+        """A run as `run_view` shows it (agents with outputs and attempts when `details`), with its uri."""
+        view = await self.server.run_in_thread(_view, host, run_id, details)
         view["uri"] = script_uri(view.get("scriptPath"))
         return view
+
+    async def agent(self, host: Host, run_id: str, agent_id: str) -> dict[str, Any]:
+        """One agent with its full output."""
+        return await self.server.run_in_thread(lambda: agent_detail(_reader(host, run_id), run_id, agent_id))
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def shutdown(self) -> None:
@@ -326,18 +335,24 @@ def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> l
     return summaries
 
 
-def _latest_with_agents(host: Host, path: str) -> str | None:
+def _latest(host: Host, path: str, with_agents: bool) -> str | None:
     reader = host.open_reader()
     if reader is None:
         return None
-    return next((record.id for record in reader.list_runs(script_path=path) if reader.agents(record.id)), None)
+    runs = reader.list_runs(script_path=path)
+    return next((record.id for record in runs if not with_agents or reader.agents(record.id)), None)
 
 
-def _view(host: Host, run_id: str) -> dict[str, Any]:
+def _reader(host: Host, run_id: str) -> RunStore:
     reader = host.open_reader()
     if reader is None:
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
-    view = run_view(reader, run_id)
+    return reader
+
+
+def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
+    reader = _reader(host, run_id)
+    view = run_view(reader, run_id, details=details)
     record = reader.get_run(run_id)
     if record is not None:
         view["state"] = _effective(record, reader).state
