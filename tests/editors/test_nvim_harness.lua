@@ -127,7 +127,11 @@ function scenarios.unit()
   out.unknown_option = { ok = ok, err = err }
   ok, err = pcall(piflow.setup, { progress = "loud" })
   out.bad_choice = { ok = ok, err = err }
-  piflow.setup({ cmd = { "piflow-not-installed-for-this-test", "serve" }, progress = "notify" })
+  ok, err = pcall(piflow.setup, { filetype = "javascript.piflow" })
+  out.removed_option = { ok = ok, err = err }
+  -- approval_idle_ms = 0: questions are asked at once when Neovim is in normal mode (the
+  -- typing scenario tests the wait).
+  piflow.setup({ cmd = { "piflow-not-installed-for-this-test", "serve" }, progress = "notify", approval_idle_ms = 0 })
 
   -- The server end of workspace/executeCommand: record each command with its argument as
   -- sent (JSON), answer from `results`.
@@ -139,6 +143,7 @@ function scenarios.unit()
     ["piflow.resume"] = { runId = "run-two-abcdef", state = "running" },
     ["piflow.listRuns"] = { runs = {} },
     ["piflow.showRun"] = spec.snapshot,
+    ["piflow.showAgent"] = spec.agent,
   }
   require("piflow.client").get = function()
     return { name = "piflow" }
@@ -252,6 +257,42 @@ function scenarios.unit()
   end)
   out.details = vim.api.nvim_buf_get_lines(vim.fn.bufnr("piflow://run/" .. spec.summary.runId), 0, -1, false)
 
+  -- <CR> on the line of an agent whose output was too long for showRun opens it whole.
+  for index, line in ipairs(out.details) do
+    if line:find("too long to show here", 1, true) then
+      vim.api.nvim_win_set_cursor(0, { index, 0 })
+    end
+  end
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "x", false)
+  local agent_buffer = "piflow://run/" .. spec.summary.runId .. "/agent/a2"
+  wait_for("the agent's buffer", 2000, function()
+    return vim.fn.bufnr(agent_buffer) ~= -1
+  end)
+  out.agent_view = vim.api.nvim_buf_get_lines(vim.fn.bufnr(agent_buffer), 0, -1, false)
+  vim.cmd("close")
+  vim.cmd("close")
+
+  -- `▶ Run (fix N errors first)` runs client-side: the buffer's errors go to the location list.
+  vim.cmd("edit " .. spec.dir .. "/flow.workflow.js")
+  local flow = vim.api.nvim_get_current_buf()
+  local ns = vim.api.nvim_create_namespace("piflow-test")
+  vim.diagnostic.set(ns, flow, {
+    { lnum = 1, col = 0, message = "UNKNOWN_MODEL: Unknown model gpt-9", severity = vim.diagnostic.severity.ERROR },
+    { lnum = 0, col = 0, message = "only a hint", severity = vim.diagnostic.severity.HINT },
+  })
+  require("piflow.commands").client_side["piflow.showErrors"]({ command = "piflow.showErrors" }, { bufnr = flow })
+  out.show_errors = {}
+  for _, item in ipairs(vim.fn.getloclist(0)) do
+    table.insert(out.show_errors, { lnum = item.lnum, text = item.text })
+  end
+  out.show_errors_window = vim.bo.buftype
+  vim.cmd("lclose")
+
+  -- One line that fits the echo area, whatever Neovim's own vim.notify would have to show.
+  local message = require("piflow.message")
+  out.fitted = message.fit("✓ review 1a2b3c4d  completed\nResult: " .. string.rep("x", 100), 50)
+  out.fitted_width = vim.fn.strdisplaywidth(out.fitted)
+
   out.health = health_lines()
 end
 
@@ -259,7 +300,7 @@ end
 -- checkpoint answered through vim.ui.select, its completion, and :checkhealth.
 function scenarios.server()
   local piflow = require("piflow")
-  piflow.setup({ cmd = spec.cmd, progress = "notify" })
+  piflow.setup({ cmd = spec.cmd, progress = "notify", approval_idle_ms = 0 })
 
   vim.cmd("edit " .. spec.dir .. "/broken.workflow.js")
   local broken = vim.api.nvim_get_current_buf()
@@ -383,6 +424,59 @@ function scenarios.server()
   end)
   out.second = { state = runs.get(second.runId).state, result = runs.get(second.runId).result }
   out.health = health_lines()
+end
+
+-- piflow and a real TypeScript server (typescript-language-server, with piflow's TypeScript
+-- plugin) on the same workflow buffers: both attach, and tsserver accepts the top-level return
+-- and await of the bundled examples while still flagging them in plain JavaScript.
+function scenarios.typescript()
+  local piflow = require("piflow")
+  piflow.setup({ cmd = spec.cmd, progress = "off", approval_idle_ms = 0 })
+  out.plugin = piflow.typescript_plugin()
+  local published = {} -- uri → the diagnostics ts_ls published last
+  vim.lsp.config("ts_ls", {
+    cmd = { spec.tsls, "--stdio" },
+    filetypes = { "javascript" },
+    root_markers = { ".git" },
+    init_options = { plugins = { out.plugin }, tsserver = { path = spec.tsserver } },
+    handlers = {
+      ["textDocument/publishDiagnostics"] = function(err, result, ctx)
+        published[result.uri] = result.diagnostics
+        return vim.lsp.diagnostic.on_publish_diagnostics(err, result, ctx)
+      end,
+    },
+  })
+  vim.lsp.enable("ts_ls")
+  local compat = require("piflow.compat")
+  out.files = {}
+  for _, name in ipairs(spec.files) do
+    vim.cmd("edit " .. spec.dir .. "/" .. name)
+    local bufnr = vim.api.nvim_get_current_buf()
+    local uri = vim.uri_from_bufnr(bufnr)
+    wait_for("ts_ls diagnostics of " .. name, 30000, function()
+      return published[uri] ~= nil
+    end)
+    local messages = {}
+    for _, d in ipairs(published[uri]) do
+      table.insert(messages, string.format("%d:%d %s", d.range.start.line + 1, d.code or 0, d.message))
+    end
+    out.files[name] = {
+      filetype = vim.bo[bufnr].filetype,
+      piflow = #compat.get_clients("piflow", bufnr),
+      ts_ls = #compat.get_clients("ts_ls", bufnr),
+      diagnostics = messages,
+    }
+  end
+  -- The workflow globals are typed: tsserver's hover on `agent` shows its declaration.
+  vim.cmd("edit " .. spec.dir .. "/review.workflow.js")
+  local ts = compat.get_clients("ts_ls", 0)[1]
+  local line = vim.api.nvim_buf_get_lines(0, 1, 2, false)[1]
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(0) },
+    position = { line = 1, character = line:find("agent(", 1, true) },
+  }
+  local response = ts:request_sync("textDocument/hover", params, 10000, 0)
+  out.hover = response and response.result and response.result.contents
 end
 
 local ok, err = xpcall(scenarios[spec.scenario], debug.traceback)

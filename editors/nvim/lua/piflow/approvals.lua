@@ -1,6 +1,8 @@
 -- Checkpoints and budget proposals that wait for an answer: which are pending, asking them one
--- at a time with vim.ui.select({"Approve", "Reject"}), and answering through piflow.respond.
+-- at a time with vim.ui.select({"Approve", "Reject"}) once the user is idle in normal mode (a
+-- question must never catch keys typed for the buffer), and answering through piflow.respond.
 local commands = require("piflow.commands")
+local compat = require("piflow.compat")
 local config = require("piflow.config")
 local lenses = require("piflow.lenses")
 local message = require("piflow.message")
@@ -53,8 +55,55 @@ function M.answer(item, approved)
   end)
 end
 
-local function ask_next()
+-- When a key was last pressed (typed or fed), for telling idle from busy.
+local last_key_at = compat.uv.now()
+vim.on_key(function()
+  last_key_at = compat.uv.now()
+end, vim.api.nvim_create_namespace("piflow.approvals"))
+
+--- Whether a question can be asked now: normal mode, not in the middle of a command (operator,
+--- mapping, prompt), no key typed for approval_idle_ms and none waiting to be read.
+function M.user_idle()
+  local mode = vim.api.nvim_get_mode()
+  if mode.mode ~= "n" or mode.blocking then
+    return false
+  end
+  if compat.uv.now() - last_key_at < config.get().approval_idle_ms then
+    return false
+  end
+  return vim.fn.getchar(1) == 0
+end
+
+local ask_next
+
+-- Polls for idleness while questions wait; stopped while none does or one is open.
+local idle_timer
+local IDLE_POLL_MS = 200
+
+local function wait_for_idle()
+  if idle_timer then
+    return
+  end
+  idle_timer = compat.uv.new_timer()
+  idle_timer:start(IDLE_POLL_MS, IDLE_POLL_MS, vim.schedule_wrap(function()
+    if idle_timer and (asking or #queue == 0 or M.user_idle()) then
+      idle_timer:stop()
+      idle_timer:close()
+      idle_timer = nil
+      ask_next()
+    end
+  end))
+end
+
+local function what(item)
+  return item.name and ("checkpoint " .. item.name) or ("budget proposal " .. item.proposalId)
+end
+
+function ask_next()
   while not asking and #queue > 0 do
+    if not M.user_idle() then
+      return wait_for_idle()
+    end
     local item = pending[table.remove(queue, 1)]
     -- Items answered elsewhere (a lens, the CLI) while queued are gone from `pending`.
     if item then
@@ -64,8 +113,7 @@ local function ask_next()
         if choice then
           M.answer(item, choice == "Approve")
         else
-          message.notify(string.format("%s left unanswered: answer with :PiflowApprove / :PiflowReject or the lens",
-            item.name and ("checkpoint " .. item.name) or ("budget proposal " .. item.proposalId)))
+          message.notify(what(item) .. " left unanswered: :PiflowApprove or :PiflowReject")
         end
         vim.schedule(ask_next)
       end)
@@ -73,7 +121,8 @@ local function ask_next()
   end
 end
 
---- Records a pending item; `ask` prompts for it (once) when approvals are enabled.
+--- Records a pending item; `ask` asks it (once) when approvals are enabled: at once if the user
+--- is idle, else after telling them it waits, when they next are.
 function M.add(item, ask)
   local k = key(item)
   local known = pending[k]
@@ -81,6 +130,9 @@ function M.add(item, ask)
   if ask and config.get().approvals and not (known and known.asked) then
     pending[k].asked = true
     table.insert(queue, k)
+    if vim.api.nvim_get_mode().mode ~= "n" then
+      message.notify(what(item) .. " waits: :PiflowApprove or :PiflowReject")
+    end
     ask_next()
   end
 end

@@ -2,6 +2,7 @@
 -- version, and finding it again.
 local compat = require("piflow.compat")
 local lenses = require("piflow.lenses")
+local scripts = require("piflow.scripts")
 
 local M = {}
 
@@ -27,6 +28,12 @@ function M.config(cfg)
       piflow = vim.tbl_extend("force", cfg.init_options, { customNotifications = true }),
     },
     -- Required here, not at the top: both lead back to this module (to find the client).
+    -- Only buffers matching `patterns` reach this client; telling the server they are workflow
+    -- scripts makes custom patterns work without repeating them in piflow.toml. The buffers stay
+    -- `javascript` for every other client.
+    get_language_id = function()
+      return "piflow-workflow"
+    end,
     handlers = require("piflow.notifications").handlers(),
     commands = require("piflow.commands").client_side,
     on_attach = function(client, bufnr)
@@ -70,17 +77,26 @@ local function start_legacy(bufnr, config)
   end
 end
 
---- Starts (or reuses) the client for workflow script buffers of `cfg.filetype`.
+--- Starts (or reuses) the client for `javascript` buffers whose file matches `cfg.patterns`; the
+--- buffers stay `javascript`, so ts_ls or vtsls attach to them as well.
 function M.register(cfg)
   local config = M.config(cfg)
   if vim.lsp.config and vim.lsp.enable then -- 0.11+
-    config.filetypes = { cfg.filetype }
-    config.root_markers = cfg.root_markers
+    config.filetypes = { "javascript" }
+    -- Not calling on_dir keeps the client away from other JavaScript files.
+    config.root_dir = function(bufnr, on_dir)
+      if scripts.is_script(bufnr, cfg.patterns) then
+        on_dir(root_dir(bufnr, cfg.root_markers))
+      end
+    end
     vim.lsp.config(M.name, config)
     vim.lsp.enable(M.name)
     return
   end
   local function start(bufnr)
+    if not scripts.is_script(bufnr, cfg.patterns) then
+      return
+    end
     local buffer_config = vim.tbl_extend("force", config, { root_dir = root_dir(bufnr, cfg.root_markers) })
     if vim.lsp.start then -- 0.8 to 0.10
       vim.lsp.start(buffer_config, { bufnr = bufnr })
@@ -91,14 +107,17 @@ function M.register(cfg)
   local group = vim.api.nvim_create_augroup("piflow.client", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
-    pattern = cfg.filetype,
+    pattern = "javascript",
     callback = function(args)
-      -- Only buffers of files (not previews or scratch buffers that borrow the filetype).
-      if vim.bo[args.buf].buftype == "" then
-        start(args.buf)
-      end
+      start(args.buf)
     end,
   })
+  -- Scripts opened before setup() (a lazily loaded plugin) start it now.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "javascript" then
+      start(bufnr)
+    end
+  end
 end
 
 --- The client to send commands through: the one attached to `bufnr`, else any live one.

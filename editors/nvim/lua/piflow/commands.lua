@@ -74,11 +74,28 @@ function M.run_with_args(bufnr)
   end)
 end
 
+--- Opens the location list of the errors of `bufnr` (shown in the current window).
+function M.show_errors(bufnr)
+  local errors = vim.diagnostic.get(bufnr, { severity = vim.diagnostic.severity.ERROR })
+  if #errors == 0 then
+    return notify("no errors left: run the script again")
+  end
+  vim.diagnostic.setloclist({
+    severity = vim.diagnostic.severity.ERROR,
+    open = true,
+    title = "piflow: fix these errors before running",
+  })
+end
+
 --- Lens commands the client answers itself: `▶ Run with args…` needs input the server cannot
 --- ask for, so docs/protocol.md leaves `piflow.runWithArgs` to plugins.
 M.client_side = {
   ["piflow.runWithArgs"] = function(_, context)
     M.run_with_args(context.bufnr)
+  end,
+  -- `▶ Run (fix N errors first)`: the errors in the location list, not a message cut to a line.
+  ["piflow.showErrors"] = function(_, context)
+    M.show_errors(context.bufnr)
   end,
 }
 
@@ -151,6 +168,11 @@ function M.show_run(run_id, on_snapshot)
     runs.update(snapshot)
     on_snapshot(snapshot)
   end)
+end
+
+--- One agent of a run with its full output into on_agent(agent).
+function M.show_agent(run_id, agent_id, on_agent)
+  return M.execute("piflow.showAgent", { runId = run_id, agentId = agent_id }, on_agent)
 end
 
 return M

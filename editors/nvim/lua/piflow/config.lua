@@ -4,12 +4,9 @@ local M = {}
 M.defaults = {
   -- How to start the language server (stdio).
   cmd = { "piflow", "serve" },
-  -- Workflow scripts get a compound filetype: Neovim loads JavaScript's syntax, indent and
-  -- ftplugin for it on every version (and treesitter maps it to the javascript parser), while
-  -- servers configured for plain `javascript` (ts_ls, eslint) stay away, since they would flag
-  -- a workflow's top-level `await` and `return`.
-  filetype = "javascript.piflow",
-  -- File name globs that mark a workflow script.
+  -- File name globs that mark a workflow script (matched against the file name, or against the
+  -- path when the glob holds a `/`). The buffers keep the `javascript` filetype, so ts_ls or
+  -- vtsls attach beside piflow (see typescript_plugin() for their top-level return/await).
   patterns = { "*.workflow.js" },
   -- The project root is the nearest ancestor holding one of these, tried in order.
   root_markers = { "piflow.toml", ".git" },
@@ -23,10 +20,13 @@ M.defaults = {
   auto_refresh_lenses = true,
   -- Show inlay hints (resolved aliases, per-agent results); needs Neovim 0.10+.
   inlay_hints = true,
-  -- Ask checkpoint and budget approvals with vim.ui.select as they arrive.
+  -- Ask checkpoint and budget approvals with vim.ui.select once you are idle in normal mode
+  -- (never while you type); false only lists them for :PiflowApprove / :PiflowReject.
   approvals = true,
-  -- Run progress through vim.notify: "auto" stays quiet when fidget.nvim is loaded (it already
-  -- shows the server's $/progress), "notify" always, "off" never.
+  -- How long no key must have been pressed, in normal mode, before an approval is asked.
+  approval_idle_ms = 1000,
+  -- Run progress through vim.notify: "auto" stays quiet when something shows the server's
+  -- standard $/progress (fidget.nvim, or any LspProgress autocmd), "notify" always, "off" never.
   progress = "auto",
   -- At most one progress message per run in this many milliseconds (state and phase changes
   -- are always shown).
@@ -41,11 +41,19 @@ local allowed = {
   progress = { auto = true, notify = true, off = true },
 }
 
+-- Options of earlier versions, with what replaced them.
+local removed = {
+  filetype = "workflow scripts keep the `javascript` filetype now; use `patterns` to choose them",
+}
+
 local current = vim.deepcopy(M.defaults)
 local was_set = false
 
 local function check(key, value)
   local default = M.defaults[key]
+  if removed[key] then
+    error(string.format("piflow.setup: option %q was removed: %s", key, removed[key]), 0)
+  end
   if default == nil then
     error(string.format("piflow.setup: unknown option %q", key), 0)
   end
@@ -65,6 +73,12 @@ local function check(key, value)
   end
   if key == "cmd" and (#value == 0 or type(value[1]) ~= "string") then
     error("piflow.setup: cmd must be a non-empty list of strings", 0)
+  end
+  if key == "patterns" and (#value == 0 or type(value[1]) ~= "string") then
+    error("piflow.setup: patterns must be a non-empty list of globs", 0)
+  end
+  if key == "approval_idle_ms" and value < 0 then
+    error("piflow.setup: approval_idle_ms must not be negative", 0)
   end
 end
 

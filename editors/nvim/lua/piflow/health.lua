@@ -1,4 +1,5 @@
--- :checkhealth piflow — the server command and its version, the options in force, running clients.
+-- :checkhealth piflow — the server command and its version, the options in force, running clients,
+-- and what `piflow doctor` knows (agent dir, models, backends and their credentials).
 local client = require("piflow.client")
 local compat = require("piflow.compat")
 local config = require("piflow.config")
@@ -80,11 +81,88 @@ local function check_neovim(h, cfg)
   end
   if compat.has("0.8") then
     local detected = vim.filetype.match({ filename = "example.workflow.js" })
-    if detected == cfg.filetype then
-      h.ok(string.format("example.workflow.js is detected as %s", cfg.filetype))
+    if detected == "javascript" then
+      h.ok("example.workflow.js is detected as javascript: piflow and ts_ls/vtsls both attach")
     else
-      h.warn(string.format("example.workflow.js is detected as %s, not %s", tostring(detected), cfg.filetype),
-        { "Another vim.filetype.add() rule takes precedence over piflow's patterns." })
+      h.warn(string.format("example.workflow.js is detected as %s, not javascript", tostring(detected)),
+        { "A vim.filetype.add() rule of your config gives workflow scripts another filetype." })
+    end
+  end
+end
+
+local function check_typescript(h)
+  h.start("piflow: TypeScript plugin (for ts_ls / vtsls)")
+  local dir = require("piflow.typescript").bundled_dir()
+  if vim.fn.filereadable(dir .. "/index.js") == 1 then
+    h.ok("bundled plugin: " .. dir)
+    h.info("give ts_ls init_options.plugins = { require('piflow').typescript_plugin() } (:help piflow-typescript)")
+  else
+    h.warn(dir .. "/index.js not found: ts_ls/vtsls will flag a workflow's top-level return and await",
+      { "Install the plugin from the piflow repository, which has editors/typescript-plugin beside editors/nvim." })
+  end
+end
+
+--- `piflow doctor --json` (cmd up to `serve`, then doctor) in the project of the current buffer.
+local function doctor_cmd(cmd, root)
+  local argv = version_cmd(cmd)
+  argv[#argv] = "doctor"
+  table.insert(argv, "--json")
+  table.insert(argv, root)
+  return argv
+end
+
+--- What `piflow doctor` knows (agent dir, settings, models, backends and their credentials),
+--- each check as OK or a warning: a backend that is not set up is no error.
+local function check_doctor(h, cfg)
+  h.start("piflow: doctor")
+  if vim.fn.executable(cfg.cmd[1]) ~= 1 then
+    h.info("skipped: the server command is not executable")
+    return
+  end
+  local lsp_client = client.get()
+  local root = lsp_client and lsp_client.config.root_dir or vim.fn.getcwd()
+  local argv = doctor_cmd(cfg.cmd, root)
+  local output = vim.fn.system(argv)
+  local ok, report = pcall(vim.json.decode, output)
+  if vim.v.shell_error ~= 0 or not ok or type(report) ~= "table" then
+    h.warn(string.format("`%s` failed (exit %d): %s", table.concat(argv, " "), vim.v.shell_error,
+      vim.trim(output):sub(1, 500)))
+    return
+  end
+  report = compat.without_nulls(report)
+  for _, check in ipairs(report.checks or {}) do
+    if type(check) == "table" and type(check.text) == "string" then
+      if check.ok == false then
+        h.warn(check.text, check.hint)
+      elseif check.level == "info" then
+        h.info(check.text)
+      else
+        h.ok(check.text)
+      end
+    end
+  end
+  if type(report.models) == "table" then
+    local names = {}
+    for _, model in ipairs(report.models) do
+      table.insert(names, type(model) == "table" and (model.id or model.name or vim.inspect(model)) or tostring(model))
+    end
+    if #names == 0 then
+      h.info("models available: none (the scripted backend needs none)")
+    else
+      h.ok(string.format("models available (%d): %s", #names, table.concat(names, ", ")))
+    end
+  end
+  local backends = type(report.backends) == "table" and vim.tbl_keys(report.backends) or {}
+  table.sort(backends)
+  for _, name in ipairs(backends) do
+    local backend = report.backends[name]
+    if type(backend) == "table" then
+      local text = string.format("backend %s: %s", name, tostring(backend.text or ""))
+      if backend.ok then
+        h.ok(text)
+      else
+        h.info(text)
+      end
     end
   end
 end
@@ -96,16 +174,16 @@ local function check_config(h, cfg)
   end
   local progress = cfg.progress
   if progress == "auto" then
-    progress = require("piflow.progress").enabled() and "auto (vim.notify)" or "auto (left to fidget.nvim)"
+    progress = require("piflow.progress").enabled() and "auto (vim.notify)" or "auto (left to $/progress: fidget.nvim or an LspProgress autocmd)"
   end
   for _, line in ipairs({
     "cmd = " .. vim.inspect(cfg.cmd),
-    "filetype = " .. cfg.filetype .. ", patterns = " .. vim.inspect(cfg.patterns),
+    "patterns = " .. vim.inspect(cfg.patterns),
     "root_markers = " .. vim.inspect(cfg.root_markers),
     string.format("codelens = %s, auto_refresh_lenses = %s, inlay_hints = %s", tostring(cfg.codelens),
       tostring(cfg.auto_refresh_lenses), tostring(cfg.inlay_hints)),
-    string.format("approvals = %s, progress = %s, show_logs = %s", tostring(cfg.approvals), progress,
-      tostring(cfg.show_logs)),
+    string.format("approvals = %s (asked after %d ms idle in normal mode), progress = %s, show_logs = %s",
+      tostring(cfg.approvals), cfg.approval_idle_ms, progress, tostring(cfg.show_logs)),
   }) do
     h.info(line)
   end
@@ -127,8 +205,10 @@ function M.check()
   local cfg = config.get()
   check_server(h, cfg)
   check_neovim(h, cfg)
+  check_typescript(h)
   check_config(h, cfg)
   check_clients(h)
+  check_doctor(h, cfg)
 end
 
 return M

@@ -5,9 +5,7 @@ local M = {}
 --- Configures the plugin (see :help piflow-setup); calling it again replaces the options.
 function M.setup(opts)
   local cfg = require("piflow.config").set(opts)
-  -- The client first, so that the buffers the filetype step re-detects start it.
   require("piflow.client").register(cfg)
-  require("piflow.filetype").register(cfg.filetype, cfg.patterns)
   require("piflow.usercmds").create()
 end
 
@@ -20,6 +18,13 @@ end
 --- concurrency, backend, fixtures}, e.g. from a keymap.
 function M.run(opts, bufnr)
   return require("piflow.commands").run(bufnr or vim.api.nvim_get_current_buf(), opts)
+end
+
+--- The TypeScript server plugin entry for ts_ls / vtsls (`init_options.plugins`), so that
+--- they type the workflow globals and accept a workflow's top-level return and await. See
+--- :help piflow-typescript.
+function M.typescript_plugin()
+  return require("piflow.typescript").plugin()
 end
 
 --- Known runs, most in need of attention first (records as the protocol describes them).

@@ -61,15 +61,16 @@ on["piflow/runFinished"] = function(params)
   progress.finish(run.runId)
   lenses.refresh_uri(run.uri)
   -- The outcome is always shown, whatever the progress setting: it is the answer to the run.
+  -- One line (see piflow.message); :PiflowRuns → Details has the whole result and each agent.
   local text = runs.describe(run)
   if run.state == "completed" then
     if run.result ~= nil then
-      text = text .. "\nResult: " .. message.compact_json(run.result, 500)
+      text = text .. "  Result: " .. message.compact_json(run.result, 500)
     end
     return message.notify(text)
   end
   if run.error then
-    text = string.format("%s\n%s: %s", text, run.error.code, run.error.message)
+    text = string.format("%s  %s: %s", text, run.error.code, run.error.message)
   end
   -- A failure needs looking into; a stop (often the user's own) only needs noting.
   message.notify(text, run.state == "failed" and vim.log.levels.ERROR or vim.log.levels.WARN)

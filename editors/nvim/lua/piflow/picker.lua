@@ -97,6 +97,44 @@ function M.with_approvals(run_id, on_items)
   end)
 end
 
+--- `value` as JSON lines indented by two spaces per level (object keys sorted), or a string
+--- as its own lines, each line prefixed with `indent`.
+local function value_lines(value, indent)
+  local is_list = vim.islist or vim.tbl_islist
+  local lines = {}
+  local function add(v, prefix, pad, suffix)
+    if type(v) ~= "table" or next(v) == nil then
+      local ok, encoded = pcall(vim.json.encode, v)
+      table.insert(lines, pad .. prefix .. (ok and encoded or tostring(v)) .. suffix)
+      return
+    end
+    local list = is_list(v)
+    table.insert(lines, pad .. prefix .. (list and "[" or "{"))
+    local keys = list and {} or vim.tbl_keys(v)
+    if list then
+      for i = 1, #v do
+        keys[i] = i
+      end
+    else
+      table.sort(keys, function(a, b)
+        return tostring(a) < tostring(b)
+      end)
+    end
+    for i, k in ipairs(keys) do
+      add(v[k], list and "" or (vim.json.encode(tostring(k)) .. ": "), pad .. "  ", i < #keys and "," or "")
+    end
+    table.insert(lines, pad .. (list and "]" or "}") .. suffix)
+  end
+  if type(value) == "string" then
+    for _, line in ipairs(vim.split(value, "\n", { plain = true })) do
+      table.insert(lines, indent .. line)
+    end
+  else
+    add(value, "", indent, "")
+  end
+  return lines
+end
+
 local function line_of_agent(agent)
   local parts = { agent.label or agent.id, agent.state }
   if agent.model then
@@ -118,79 +156,134 @@ local function line_of_agent(agent)
   elseif agent.activity then
     table.insert(lines, "    " .. agent.activity)
   end
+  if agent.output ~= nil then
+    table.insert(lines, "    output:")
+    vim.list_extend(lines, value_lines(agent.output, "      "))
+  elseif agent.outputPreview then
+    table.insert(lines, "    output: " .. agent.outputPreview)
+    if agent.outputTruncated then
+      table.insert(lines, "    (too long to show here: <CR> on the agent's line opens it whole)")
+    end
+  end
+  local attempts = agent.attemptList or {}
+  -- One attempt that went as the agent did says nothing new; retries and failures do.
+  if #attempts > 1 or (attempts[1] and attempts[1].error) then
+    for _, attempt in ipairs(attempts) do
+      local line = string.format("    attempt %d: %s", attempt.number or 0, attempt.state or "?")
+      if attempt.error then
+        line = string.format("%s: %s: %s", line, attempt.error.code, attempt.error.message)
+      end
+      table.insert(lines, line)
+    end
+  end
+  if agent.transcriptPath then
+    table.insert(lines, "    transcript: " .. agent.transcriptPath)
+  end
   return lines
 end
 
---- The lines of the details view of a showRun snapshot.
-function M.details_lines(snapshot)
-  local lines = {
-    "Workflow: " .. (snapshot.workflowName or "workflow"),
-    "Run: " .. snapshot.runId,
-    "Status: " .. (snapshot.state or "unknown"),
-    "Phase: " .. (snapshot.phase or "(none)"),
-  }
+--- The details view of a showRun snapshot: its lines, and for each line of an agent the agent's
+--- id (so <CR> can open that agent).
+function M.details(snapshot)
+  local lines, owners = {}, {}
+  -- Values such as a result, a prompt or an error may hold newlines; each line must be one line.
+  local function add(text, agent_id)
+    for _, line in ipairs(vim.split(text, "\n", { plain = true })) do
+      table.insert(lines, line)
+      owners[#lines] = agent_id
+    end
+  end
+  add("Workflow: " .. (snapshot.workflowName or "workflow"))
+  add("Run: " .. snapshot.runId)
+  add("Status: " .. (snapshot.state or "unknown"))
+  add("Phase: " .. (snapshot.phase or "(none)"))
   if snapshot.uri then
-    table.insert(lines, "Script: " .. vim.uri_to_fname(snapshot.uri))
+    add("Script: " .. vim.uri_to_fname(snapshot.uri))
   end
   local counts = snapshot.agents or {}
-  table.insert(lines, string.format("Agents: %d/%d settled · %d tok · $%.4f", counts.settled or 0,
-    counts.total or 0, snapshot.tokens or 0, snapshot.costUsd or 0))
+  add(string.format("Agents: %d/%d settled · %d tok · $%.4f", counts.settled or 0, counts.total or 0,
+    snapshot.tokens or 0, snapshot.costUsd or 0))
   local budget = snapshot.budget
   if type(budget) == "table" and type(budget.limits) == "table" and next(budget.limits) then
-    table.insert(lines, "Budget:")
+    add("Budget:")
     local dimensions = vim.tbl_keys(budget.limits)
     table.sort(dimensions)
     for _, dimension in ipairs(dimensions) do
       local limit = budget.limits[dimension]
-      table.insert(lines, string.format("  %s: %s used (soft %s, hard %s)", dimension,
+      add(string.format("  %s: %s used (soft %s, hard %s)", dimension,
         tostring((budget.usage or {})[dimension] or 0), tostring(limit.soft or "-"), tostring(limit.hard or "-")))
     end
   end
   if snapshot.error then
-    table.insert(lines, string.format("Error: %s: %s", snapshot.error.code, snapshot.error.message))
+    add(string.format("Error: %s: %s", snapshot.error.code, snapshot.error.message))
   end
   if snapshot.result ~= nil then
-    table.insert(lines, "Result: " .. message.compact_json(snapshot.result, 2000))
+    add("Result: " .. message.compact_json(snapshot.result, 2000))
   end
   if snapshot.agentList and #snapshot.agentList > 0 then
-    table.insert(lines, "Agents / ownership:")
+    add("Agent details (<CR> on an agent opens it):")
     for _, agent in ipairs(snapshot.agentList) do
-      vim.list_extend(lines, line_of_agent(agent))
+      for _, line in ipairs(line_of_agent(agent)) do
+        add(line, agent.id)
+      end
     end
   end
   if snapshot.checkpoints and #snapshot.checkpoints > 0 then
-    table.insert(lines, "Checkpoints:")
+    add("Checkpoints:")
     for _, checkpoint in ipairs(snapshot.checkpoints) do
-      table.insert(lines, string.format("  %s (%s): %s", checkpoint.name, checkpoint.state or "awaiting",
-        checkpoint.prompt or ""))
+      add(string.format("  %s (%s): %s", checkpoint.name, checkpoint.state or "awaiting", checkpoint.prompt or ""))
     end
+  end
+  return lines, owners
+end
+
+--- Shows `lines` in the read-only scratch buffer `name` (`q` closes it), in a split unless a
+--- window shows it already; returns the buffer.
+local function show_scratch(name, lines)
+  local bufnr = vim.fn.bufnr(name)
+  if bufnr == -1 then
+    bufnr = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(bufnr, name)
+    vim.bo[bufnr].bufhidden = "wipe"
+    vim.api.nvim_buf_set_keymap(bufnr, "n", "q", "<cmd>close<cr>", { nowait = true, silent = true })
+  end
+  vim.bo[bufnr].modifiable = true
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
+  vim.bo[bufnr].modifiable = false
+  if vim.fn.bufwinid(bufnr) == -1 then
+    vim.cmd("split")
+    vim.api.nvim_win_set_buf(0, bufnr)
+  end
+  return bufnr
+end
+
+--- The lines of one agent of a showAgent answer: what the details show, with the output whole.
+function M.agent_lines(run_id, agent)
+  local lines = { "Run: " .. run_id, "Agent: " .. (agent.label or agent.id) .. " (" .. agent.id .. ")" }
+  for _, line in ipairs(line_of_agent(agent)) do
+    vim.list_extend(lines, vim.split(line, "\n", { plain = true }))
   end
   return lines
 end
 
---- Opens the run's details in a scratch buffer (`q` closes it).
+--- Opens one agent of a run, with its full output (piflow.showAgent).
+function M.show_agent(run_id, agent_id)
+  commands.show_agent(run_id, agent_id, function(agent)
+    show_scratch(string.format("piflow://run/%s/agent/%s", run_id, agent_id), M.agent_lines(run_id, agent))
+  end)
+end
+
+--- Opens the run's details in a scratch buffer (`q` closes it, <CR> on an agent opens it).
 function M.show_details(run_id)
   commands.show_run(run_id, function(snapshot)
-    local name = "piflow://run/" .. run_id
-    local bufnr = vim.fn.bufnr(name)
-    if bufnr == -1 then
-      bufnr = vim.api.nvim_create_buf(false, true)
-      vim.api.nvim_buf_set_name(bufnr, name)
-      vim.bo[bufnr].bufhidden = "wipe"
-      vim.api.nvim_buf_set_keymap(bufnr, "n", "q", "<cmd>close<cr>", { nowait = true, silent = true })
-    end
-    vim.bo[bufnr].modifiable = true
-    -- Values such as a result or a prompt may hold newlines; each line must be one line.
-    local lines = {}
-    for _, line in ipairs(M.details_lines(snapshot)) do
-      vim.list_extend(lines, vim.split(line, "\n", { plain = true }))
-    end
-    vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
-    vim.bo[bufnr].modifiable = false
-    if vim.fn.bufwinid(bufnr) == -1 then
-      vim.cmd("split")
-      vim.api.nvim_win_set_buf(0, bufnr)
-    end
+    local lines, owners = M.details(snapshot)
+    local bufnr = show_scratch("piflow://run/" .. run_id, lines)
+    vim.keymap.set("n", "<CR>", function()
+      local agent_id = owners[vim.api.nvim_win_get_cursor(0)[1]]
+      if agent_id then
+        M.show_agent(run_id, agent_id)
+      end
+    end, { buffer = bufnr, nowait = true, silent = true, desc = "piflow: open the agent under the cursor" })
   end)
 end
 

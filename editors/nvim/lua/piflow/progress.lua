@@ -9,12 +9,22 @@ local M = {}
 -- runId → what was last shown {at, state, phase, text}
 local shown = {}
 
---- Whether progress goes to vim.notify: "auto" leaves it to fidget.nvim when that is loaded,
---- since fidget already shows the server's $/progress for the run.
+--- Whether something shows the server's standard $/progress already: fidget.nvim, or any
+--- LspProgress autocmd (Neovim 0.10+: progress plugins, statuslines).
+local function progress_shown_elsewhere()
+  if package.loaded["fidget"] ~= nil then
+    return true
+  end
+  local ok, autocmds = pcall(vim.api.nvim_get_autocmds, { event = "LspProgress" })
+  return ok and #autocmds > 0
+end
+
+--- Whether progress goes to vim.notify: "auto" leaves it to what shows $/progress, so the same
+--- run is not reported twice.
 function M.enabled()
   local mode = config.get().progress
   if mode == "auto" then
-    return package.loaded["fidget"] == nil
+    return not progress_shown_elsewhere()
   end
   return mode == "notify"
 end
