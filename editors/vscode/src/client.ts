@@ -4,12 +4,11 @@
 import type * as vscode from "vscode";
 import { LanguageClient, type LanguageClientOptions, type Middleware, type ServerOptions } from "vscode-languageclient/node";
 import { commandUri, ServerCommand } from "./protocol";
-import { LANGUAGE_ID } from "./settings";
+import { scriptSelector } from "./scripts";
 import { isRefused } from "./trust";
 
-/** Documents the server checks: workflow scripts, pi's workflow settings and roles, piflow.toml. */
-const DOCUMENT_SELECTOR = [
-  { language: LANGUAGE_ID },
+/** Documents the server checks besides scripts: pi's workflow settings and roles, piflow.toml. */
+const CONFIGURATION_SELECTOR = [
   { scheme: "file", pattern: "**/pi-extensible-workflows/settings.json" },
   { scheme: "file", pattern: "**/pi-extensible-workflows/roles/*.md" },
   { scheme: "file", pattern: "**/piflow.toml" },
@@ -20,11 +19,15 @@ export interface ClientSetup {
   args: string[];
   cwd: string | undefined;
   output: vscode.OutputChannel;
+  /** `piflow.files`: the globs of workflow scripts. */
+  files: readonly string[];
   trusted(): boolean;
   /** Tells the user that a launching command was refused. */
   refused(): void;
   /** Handles the `▶ Run with args…` lens here: asks for JSON args, then runs. */
   runWithArgs(uri: string): void;
+  /** Handles the `▶ Run (fix N errors first)` lens here: shows the script's problems. */
+  showErrors(uri: string): void;
 }
 
 function trustMiddleware(setup: ClientSetup): Middleware {
@@ -38,6 +41,10 @@ function trustMiddleware(setup: ClientSetup): Middleware {
       if (command === ServerCommand.runWithArgs && uri) {
         setup.runWithArgs(uri);
         return { asked: true };
+      }
+      if (command === ServerCommand.showErrors && uri) {
+        setup.showErrors(uri);
+        return { shown: true };
       }
       return next(command, args) as unknown;
     },
@@ -56,7 +63,7 @@ export function createLanguageClient(setup: ClientSetup): LanguageClient {
     options: setup.cwd ? { cwd: setup.cwd } : {},
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: DOCUMENT_SELECTOR,
+    documentSelector: [...scriptSelector(setup.files), ...CONFIGURATION_SELECTOR],
     outputChannel: setup.output,
     initializationOptions: { piflow: { customNotifications: true } },
     middleware: trustMiddleware(setup),

@@ -14,7 +14,8 @@ import {
   type RunOptions,
   type ServerCommands,
 } from "./serverCommands";
-import { LANGUAGE_ID, type Settings } from "./settings";
+import { isWorkflowScript, scriptPatterns } from "./scripts";
+import type { Settings } from "./settings";
 import { RUNS_VIEW_ID } from "./statusBar";
 import { MANAGE_TRUST, UNTRUSTED_MESSAGE } from "./trust";
 
@@ -33,7 +34,6 @@ export const Command = {
 } as const;
 
 export const NOT_RUNNING = "The piflow server is not running. Run “piflow: Restart Server” after fixing its settings.";
-const SCRIPT_GLOB = "**/*.workflow.js";
 
 export interface CommandDeps {
   model: RunModel;
@@ -44,6 +44,8 @@ export interface CommandDeps {
   restartServer(): Promise<void>;
   /** Merges `piflow.listRuns` into the model. */
   refreshRuns(): Promise<void>;
+  /** Opens the run view of a run, scrolled to one of its agents if given. */
+  openRun(runId: string, agentId?: string): Promise<void>;
 }
 
 /** The user dismissed a prompt: the command ends without a message. */
@@ -79,9 +81,8 @@ export function registerCommands(api: typeof vscode, deps: CommandDeps): vscode.
     if (target instanceof api.Uri) return target;
     const document = window.activeTextEditor?.document;
     // The server runs the editor's text of an open script, saved or not.
-    if (document?.languageId === LANGUAGE_ID) return document.uri;
-    const patterns = [...new Set([SCRIPT_GLOB, ...deps.settings().files])];
-    const found = (await Promise.all(patterns.map((p) => workspace.findFiles(p, "**/node_modules/**", 500)))).flat();
+    if (document && isWorkflowScript(api, document, deps.settings().files)) return document.uri;
+    const found = (await Promise.all(scriptPatterns(deps.settings().files).map((p) => workspace.findFiles(p, "**/node_modules/**", 500)))).flat();
     const unique = [...new Map(found.map((uri) => [uri.toString(), uri])).values()];
     if (unique.length === 0) throw new Error("No workflow script (*.workflow.js) is open or in the workspace.");
     const picked = await window.showQuickPick(
@@ -210,11 +211,9 @@ export function registerCommands(api: typeof vscode, deps: CommandDeps): vscode.
   }
 
   async function showRunDetails(target: unknown): Promise<void> {
-    const commands = server();
+    server(); // fails with NOT_RUNNING while the server is down
     const run = await pickRun(target, "Show", () => true);
-    const details = await commands.showRun(run.runId);
-    const document = await workspace.openTextDocument({ language: "json", content: JSON.stringify(details, null, 2) });
-    await window.showTextDocument(document, { preview: true });
+    await deps.openRun(run.runId, isNode(target) && target.kind === "agent" ? target.agentId : undefined);
   }
 
   const handlers: Record<string, (target?: unknown) => Promise<void>> = {

@@ -5,10 +5,13 @@ import * as vscode from "vscode";
 import { ApprovalFlow } from "./approvals";
 import { registerCommands } from "./commands";
 import { shortId } from "./format";
-import { associateWorkflowScripts } from "./languageAssociation";
 import type { RunFinished } from "./protocol";
+import { RunLoader } from "./runLoader";
 import { needsAttention, RunModel } from "./runModel";
+import { RUN_VIEW_SCHEME } from "./runView";
+import { RunViewProvider } from "./runViewProvider";
 import { RunTreeProvider } from "./runTreeProvider";
+import { configureTypeScriptPlugin, trackScriptContext } from "./scripts";
 import { ServerController } from "./serverController";
 import { readSettings, SECTION, type Settings } from "./settings";
 import { RUNS_VIEW_ID, RunStatusBar } from "./statusBar";
@@ -24,19 +27,32 @@ export function activate(context: vscode.ExtensionContext): void {
     error: (message) => void vscode.window.showErrorMessage(message),
     notify: () => settings.notifyApprovals,
   });
-  const server = new ServerController(vscode, {
+  const loader: RunLoader = new RunLoader(
+    model,
+    () => server.server(),
+    () => {
+      approvals.promptPending();
+    },
+    (line) => {
+      output.appendLine(line);
+    },
+  );
+  const server: ServerController = new ServerController(vscode, {
     model,
     approvals,
+    loader,
     output,
     settings: () => settings,
     finished: (event) => {
-      reportFinished(model.get(event.runId)?.workflowName ?? "workflow", event);
+      reportFinished(model.get(event.runId)?.workflowName ?? "workflow", event, () => runViews.open(event.runId));
     },
   });
   controller = server;
 
-  const tree = new RunTreeProvider(vscode, model);
+  const runViews = new RunViewProvider(vscode, model, () => server.server());
+  const tree = new RunTreeProvider(vscode, model, (runId) => void loader.load(runId));
   const view = vscode.window.createTreeView(RUNS_VIEW_ID, { treeDataProvider: tree, showCollapseAll: true });
+  const scriptContext = trackScriptContext(vscode, () => settings.files);
   const badge = model.onDidChange(() => {
     const awaiting = model.all().filter(needsAttention).length;
     view.badge = awaiting > 0 ? { value: awaiting, tooltip: `${awaiting} awaiting approval` } : undefined;
@@ -48,7 +64,10 @@ export function activate(context: vscode.ExtensionContext): void {
     view,
     badge,
     new RunStatusBar(vscode, model),
-    associateWorkflowScripts(vscode, () => settings.files),
+    runViews,
+    vscode.workspace.registerTextDocumentContentProvider(RUN_VIEW_SCHEME, runViews),
+    vscode.languages.registerDocumentLinkProvider({ scheme: RUN_VIEW_SCHEME }, runViews),
+    scriptContext,
     ...registerCommands(vscode, {
       model,
       approvals,
@@ -56,24 +75,43 @@ export function activate(context: vscode.ExtensionContext): void {
       settings: () => settings,
       restartServer: () => server.restart(),
       refreshRuns: () => server.refreshRuns(),
+      openRun: (runId, agentId) => runViews.open(runId, agentId),
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!event.affectsConfiguration(SECTION)) return;
       settings = readSettings(vscode.workspace.getConfiguration(SECTION));
-      if (event.affectsConfiguration(`${SECTION}.server`)) void server.restart();
+      if (event.affectsConfiguration(`${SECTION}.files`)) {
+        scriptContext.update();
+        configureScripts();
+      }
+      // The language client's document selector holds the script globs: a new client takes new ones.
+      if (event.affectsConfiguration(`${SECTION}.server`) || event.affectsConfiguration(`${SECTION}.files`)) {
+        void server.restart();
+      }
     }),
     // Trust unlocks the workspace's own server settings and virtualenv: start again with them.
     vscode.workspace.onDidGrantWorkspaceTrust(() => void server.restart()),
   );
+  configureScripts();
   void server.start();
+
+  function configureScripts(): void {
+    configureTypeScriptPlugin(vscode, settings.files).catch((error: unknown) => {
+      output.appendLine(`Could not configure the TypeScript plugin: ${String(error)}`);
+    });
+  }
 }
 
-function reportFinished(workflow: string, event: RunFinished): void {
+const SHOW_RUN = "Show Run";
+
+/** A run's end: quietly when it completed; a failure offers the run view (which agent failed, and why). */
+function reportFinished(workflow: string, event: RunFinished, showRun: () => Promise<void>): void {
   const name = `Workflow ${workflow} (${shortId(event.runId)})`;
   if (event.state === "completed") {
     vscode.window.setStatusBarMessage(`$(pass) ${name} completed`, 10_000);
   } else if (event.error) {
-    void vscode.window.showErrorMessage(`${name} ${event.state.replace(/_/g, " ")}: ${event.error.code}: ${event.error.message}`);
+    const text = `${name} ${event.state.replace(/_/g, " ")}: ${event.error.code}: ${event.error.message}`;
+    void vscode.window.showErrorMessage(text, SHOW_RUN).then((choice) => (choice === SHOW_RUN ? showRun() : undefined));
   } else {
     void vscode.window.showInformationMessage(`${name} ${event.state.replace(/_/g, " ")}`);
   }

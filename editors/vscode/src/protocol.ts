@@ -21,6 +21,10 @@ export const ServerCommand = {
   respond: "piflow.respond",
   listRuns: "piflow.listRuns",
   showRun: "piflow.showRun",
+  /** One agent with its whole output (`{runId, agentId}`). */
+  showAgent: "piflow.showAgent",
+  /** The disabled `▶ Run (fix N errors first)` lens; handled in the editor (the Problems panel). */
+  showErrors: "piflow.showErrors",
 } as const;
 
 /** Commands that launch work: refused in an untrusted workspace. */
@@ -112,6 +116,39 @@ export interface RunFinished {
 export interface RunLog {
   runId: string;
   message: string;
+}
+
+/** One attempt of an agent, as `piflow.showRun` lists them. */
+export interface AttemptDetail {
+  number: number;
+  state: string;
+  error: WorkflowFailure | null;
+  transcriptPath: string | null;
+  tokens: number;
+  costUsd: number;
+}
+
+/** An agent as `piflow.showRun` / `piflow.showAgent` describe it: the progress view and what it produced. */
+export interface AgentDetail extends AgentView {
+  /** One line of the output, at most 200 characters. */
+  outputPreview: string | null;
+  /** The full output; absent (`hasOutput` false) when it was left out for size or there is none yet. */
+  output: unknown;
+  hasOutput: boolean;
+  outputTruncated: boolean;
+  transcriptPath: string | null;
+  attemptList: AttemptDetail[];
+  /** The call's journal path, e.g. `agent/callsite%3A36%3A105/occurrence%3A1`. */
+  journalPath: string | null;
+}
+
+/** Everything `piflow.showRun` says about a run. */
+export interface RunDetail extends RunProgress {
+  agents: AgentDetail[];
+  result: unknown;
+  error: WorkflowFailure | null;
+  tokens: number;
+  costUsd: number;
 }
 
 /** One line of `piflow.listRuns`. */
@@ -209,6 +246,36 @@ function agent(value: unknown): AgentView | undefined {
   };
 }
 
+function attempt(value: unknown): AttemptDetail | undefined {
+  const body = record(value);
+  if (!body || typeof body.number !== "number") return undefined;
+  return {
+    number: body.number,
+    state: text(body.state) ?? "unknown",
+    error: failure(body.error),
+    transcriptPath: nonEmpty(body.transcriptPath),
+    tokens: count(body.tokens),
+    costUsd: count(body.costUsd),
+  };
+}
+
+export function decodeAgentDetail(value: unknown): AgentDetail | undefined {
+  const view = agent(value);
+  const body = record(value);
+  if (!view || !body) return undefined;
+  return {
+    ...view,
+    outputPreview: text(body.outputPreview),
+    output: body.output,
+    // A `null` output with no preview is no output yet (an agent still running, or failed).
+    hasOutput: "output" in body && (body.output !== null || body.outputPreview != null),
+    outputTruncated: body.outputTruncated === true,
+    transcriptPath: nonEmpty(body.transcriptPath),
+    attemptList: defined(list(body.attemptList).map(attempt)),
+    journalPath: nonEmpty(body.journalPath),
+  };
+}
+
 function checkpoint(value: unknown): CheckpointView | undefined {
   const body = record(value);
   const name = text(body?.name);
@@ -254,12 +321,29 @@ export function decodeRunProgress(params: unknown): RunProgress | undefined {
     workflowName: nonEmpty(body.workflowName),
     state: text(body.state) ?? "running",
     phase: text(body.phase),
-    agents: defined(list(body.agents ?? body.agentList).map(agent)),
+    // A snapshot of `piflow.showRun` counts agents under `agents` and lists them under `agentList`.
+    agents: defined(list(Array.isArray(body.agents) ? body.agents : body.agentList).map(agent)),
     budget: budget ? { limits: limits(budget.limits), usage: numbers(budget.usage) } : null,
     checkpoints: defined(list(body.checkpoints).filter((c) => pending(c, "awaiting")).map(checkpoint)),
     proposals: Array.isArray(body.proposals)
       ? defined(body.proposals.filter((p) => pending(p, "pending")).map(proposal))
       : null,
+  };
+}
+
+/** `piflow.showRun`'s snapshot; undefined when it names no run. */
+export function decodeRunDetail(result: unknown): RunDetail | undefined {
+  const progress = decodeRunProgress(result);
+  const body = record(result);
+  if (!progress || !body) return undefined;
+  const agents = defined(list(Array.isArray(body.agents) ? body.agents : body.agentList).map(decodeAgentDetail));
+  return {
+    ...progress,
+    agents,
+    result: body.result,
+    error: failure(body.error),
+    tokens: count(body.tokens),
+    costUsd: count(body.costUsd),
   };
 }
 

@@ -9,6 +9,7 @@ import type {
   CheckpointRequest,
   CheckpointView,
   RunFinished,
+  RunDetail,
   RunProgress,
   RunStarted,
   RunSummary,
@@ -100,6 +101,19 @@ export class RunModel {
   }
 
   progress(event: RunProgress): void {
+    this.applyProgress(event);
+    this.changed();
+  }
+
+  /** Merge `piflow.showRun`: a run known only from a listing gets its agents, approvals and result. */
+  detailed(detail: RunDetail): void {
+    const run = this.applyProgress(detail);
+    if (detail.result !== undefined && detail.result !== null) run.result = detail.result;
+    run.error = detail.error;
+    this.changed();
+  }
+
+  private applyProgress(event: RunProgress): Run {
     const run = this.upsert(event.runId, event.uri, event.workflowName);
     run.state = event.state;
     run.phase = event.phase;
@@ -114,7 +128,7 @@ export class RunModel {
     run.checkpoints = event.checkpoints;
     // A proposal waits while its run is budget-exhausted; a snapshot that lists none keeps ours then.
     run.proposals = event.proposals ?? (event.state === "budget_exhausted" ? run.proposals : []);
-    this.changed();
+    return run;
   }
 
   checkpoint(event: CheckpointRequest): void {

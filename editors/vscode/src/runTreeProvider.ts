@@ -1,6 +1,7 @@
 // The Workflow Runs tree view: maps the plain nodes of runTree.ts to VS Code TreeItems.
 
 import type * as vscode from "vscode";
+import { Command } from "./commands";
 import type { RunModel } from "./runModel";
 import { childNodes, rootNodes, viewNode, type RunNode } from "./runTree";
 
@@ -12,6 +13,8 @@ export class RunTreeProvider implements vscode.TreeDataProvider<RunNode> {
   constructor(
     private readonly api: typeof vscode,
     private readonly model: RunModel,
+    /** Fetches the agents of a run known only from a listing (shown once they arrive). */
+    private readonly load: (runId: string) => void,
   ) {
     this.changed = new api.EventEmitter<undefined>();
     this.onDidChangeTreeData = this.changed.event;
@@ -21,7 +24,9 @@ export class RunTreeProvider implements vscode.TreeDataProvider<RunNode> {
   }
 
   getChildren(element?: RunNode): RunNode[] {
-    return element ? childNodes(this.model, element) : rootNodes(this.model);
+    if (!element) return rootNodes(this.model);
+    if (element.kind === "run" && this.model.get(element.runId)?.agents === null) this.load(element.runId);
+    return childNodes(this.model, element);
   }
 
   getTreeItem(element: RunNode): vscode.TreeItem {
@@ -39,6 +44,10 @@ export class RunTreeProvider implements vscode.TreeDataProvider<RunNode> {
     item.tooltip = view.tooltip;
     item.contextValue = view.contextValue;
     item.iconPath = new ThemeIcon(view.icon.id, view.icon.color ? new ThemeColor(view.icon.color) : undefined);
+    if (element.kind === "agent" || element.kind === "error") {
+      // A click shows what the agent answered, or why the run failed, in the run view.
+      item.command = { command: Command.showRunDetails, title: "Show Run Details", arguments: [element] };
+    }
     return item;
   }
 

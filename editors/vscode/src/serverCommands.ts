@@ -1,6 +1,15 @@
 // The server-side commands of `piflow serve`, with their argument objects built in one place.
 
-import { decodeRunId, decodeRunList, ServerCommand, type RunSummary } from "./protocol";
+import {
+  decodeAgentDetail,
+  decodeRunDetail,
+  decodeRunId,
+  decodeRunList,
+  ServerCommand,
+  type AgentDetail,
+  type RunDetail,
+  type RunSummary,
+} from "./protocol";
 
 /** Sends `workspace/executeCommand` with one JSON object as the argument. */
 export type ExecuteCommand = (command: string, args: Record<string, unknown>) => Promise<unknown>;
@@ -48,8 +57,19 @@ export class ServerCommands {
     return decodeRunList(await this.execute(ServerCommand.listRuns, uri ? { uri } : {}));
   }
 
-  async showRun(runId: string): Promise<unknown> {
-    return this.execute(ServerCommand.showRun, { runId });
+  async showRun(runId: string): Promise<RunDetail> {
+    const result = await this.execute(ServerCommand.showRun, { runId });
+    const detail = decodeRunDetail(result);
+    if (!detail) throw new Error(`piflow.showRun answered without a run: ${JSON.stringify(result)}`);
+    return detail;
+  }
+
+  /** One agent with its whole output (the run's snapshot may carry only a preview). */
+  async showAgent(runId: string, agentId: string): Promise<AgentDetail> {
+    const result = await this.execute(ServerCommand.showAgent, { runId, agentId });
+    const detail = decodeAgentDetail(result);
+    if (!detail) throw new Error(`piflow.showAgent answered without an agent: ${JSON.stringify(result)}`);
+    return detail;
   }
 }
 

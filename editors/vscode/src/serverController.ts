@@ -10,6 +10,8 @@ import { createLanguageClient } from "./client";
 import { Command } from "./commands";
 import { bindNotifications, type Disposable } from "./notifications";
 import type { RunFinished } from "./protocol";
+import { revealErrors } from "./problems";
+import type { RunLoader } from "./runLoader";
 import type { RunModel } from "./runModel";
 import { ServerCommands } from "./serverCommands";
 import { resolveLaunch, type LaunchEnvironment } from "./serverLaunch";
@@ -35,6 +37,7 @@ function hasPiflowModule(python: string): boolean {
 export interface ControllerDeps {
   model: RunModel;
   approvals: ApprovalFlow;
+  loader: RunLoader;
   output: vscode.OutputChannel;
   settings(): Settings;
   finished(event: RunFinished): void;
@@ -80,9 +83,13 @@ export class ServerController {
       args: launch.args,
       cwd: folders[0],
       output: deps.output,
+      files: deps.settings().files,
       trusted: () => api.workspace.isTrusted,
       runWithArgs: (uri) => {
         void api.commands.executeCommand(Command.runWithArgs, api.Uri.parse(uri));
+      },
+      showErrors: (uri) => {
+        void revealErrors(api, api.Uri.parse(uri));
       },
       refused: () => {
         void api.window.showWarningMessage(UNTRUSTED_MESSAGE, MANAGE_TRUST).then((choice) => {
@@ -121,12 +128,16 @@ export class ServerController {
     });
   }
 
-  /** Merges the server's list of runs (also those launched from a terminal) into the model. */
+  /**
+   * Merges the server's list of runs (also those launched from a terminal) into the model, with
+   * the snapshot of each run still going: its agents, and the approvals it waits for.
+   */
   async refreshRuns(): Promise<void> {
     const commands = this.server();
     if (!commands) return;
     this.deps.model.listed(await commands.listRuns());
     this.deps.approvals.promptPending();
+    await this.deps.loader.loadActive();
   }
 
   async stop(): Promise<void> {

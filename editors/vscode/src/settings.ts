@@ -4,7 +4,6 @@ import type { RunSettings } from "./serverCommands";
 import type { ServerSettings } from "./serverLaunch";
 
 export const SECTION = "piflow";
-export const LANGUAGE_ID = "piflow-workflow";
 export const DEFAULT_FILES = ["**/*.workflow.js"];
 
 /** The part of `WorkspaceConfiguration` read here. */
@@ -15,7 +14,7 @@ export interface ConfigurationReader {
 export interface Settings {
   server: ServerSettings;
   run: RunSettings;
-  /** Glob patterns of workflow scripts besides `*.workflow.js`'s built-in association. */
+  /** Glob patterns of workflow scripts; `*.workflow.js` always is one. */
   files: string[];
   notifyApprovals: boolean;
 }

@@ -15,20 +15,24 @@ interface Setup {
   run(command: string, target?: unknown): Promise<void>;
   refreshes: number;
   restarts: number;
+  /** Run views opened: the run, and the agent scrolled to. */
+  opened: [string, string | undefined][];
 }
 
-function setup(options: { settings?: Partial<Settings["run"]>; running?: boolean } = {}): Setup {
+function setup(options: { settings?: Partial<Settings["run"]>; running?: boolean; files?: string[] } = {}): Setup {
   const { api, state } = createVscode();
   const h = harness();
   h.notify = false;
   h.results.set("piflow.run", { runId: wire.RUN_ID });
   const settings = readSettings({ get: () => undefined });
   Object.assign(settings.run, options.settings);
+  if (options.files) settings.files = options.files;
   const setup: Setup = {
     h,
     state,
     refreshes: 0,
     restarts: 0,
+    opened: [],
     run: async (command, target) => {
       const handler = state.commands.get(command);
       assert.ok(handler, `${command} is registered`);
@@ -48,6 +52,10 @@ function setup(options: { settings?: Partial<Settings["run"]>; running?: boolean
       setup.refreshes++;
       return Promise.resolve();
     },
+    openRun: (runId, agentId) => {
+      setup.opened.push([runId, agentId]);
+      return Promise.resolve();
+    },
   });
   return setup;
 }
@@ -59,7 +67,7 @@ test("every palette and tree command is registered", () => {
 
 test("Run Workflow runs the active script with the run settings", async () => {
   const s = setup({ settings: { backend: "scripted", concurrency: 4, budget: { tokens: { hard: 1000 } } } });
-  s.state.activeDocument = { uri: Uri.file("/work/review.workflow.js"), languageId: "piflow-workflow" };
+  s.state.activeDocument = { uri: Uri.file("/work/review.workflow.js"), languageId: "javascript" };
   await s.run(Command.run);
   assert.deepEqual(s.h.sent, [
     {
@@ -179,14 +187,30 @@ test("Approve from the palette picks among pending approvals", async () => {
   assert.deepEqual(s.state.shown.map((m) => m.message), ["piflow: No checkpoint or budget proposal is awaiting an answer."]);
 });
 
-test("Show Run Details opens the server's snapshot as JSON", async () => {
+test("Show Run Details opens the run view of a run, or of an agent's run at that agent; never an untitled file", async () => {
   const s = setup();
   s.h.source.emit(Notification.runStarted, wire.started());
-  s.h.results.set("piflow.showRun", { runId: wire.RUN_ID, state: "running" });
   await s.run(Command.showRunDetails, { kind: "run", runId: wire.RUN_ID } satisfies RunNode);
-  assert.deepEqual(s.state.openedDocuments, [
-    { language: "json", content: JSON.stringify({ runId: wire.RUN_ID, state: "running" }, null, 2) },
+  await s.run(Command.showRunDetails, { kind: "agent", runId: wire.RUN_ID, agentId: "writer" } satisfies RunNode);
+  assert.deepEqual(s.opened, [
+    [wire.RUN_ID, undefined],
+    [wire.RUN_ID, "writer"],
   ]);
+  assert.deepEqual(s.state.openedDocuments, []);
+});
+
+test("Run Workflow takes the active JavaScript file only when it is a script (by name or piflow.files)", async () => {
+  const plain = setup();
+  plain.state.activeDocument = { uri: Uri.file("/work/flows/deploy.js"), languageId: "javascript" };
+  plain.state.files = [Uri.file("/work/b.workflow.js")];
+  await plain.run(Command.run);
+  assert.deepEqual(plain.state.quickPicks, [["b.workflow.js"]], "deploy.js is no script: the workspace's scripts are offered");
+
+  const globbed = setup({ files: ["**/flows/*.js"] });
+  globbed.state.activeDocument = { uri: Uri.file("/work/flows/deploy.js"), languageId: "javascript" };
+  await globbed.run(Command.run);
+  assert.deepEqual(globbed.state.quickPicks, []);
+  assert.deepEqual(globbed.h.sent.map((c) => c.args.uri), ["file:///work/flows/deploy.js"]);
 });
 
 test("Show Runs focuses the view and refreshes; Restart Server restarts", async () => {

@@ -1,11 +1,13 @@
 // package.json contributions agree with the code: commands, menus, settings, language, trust.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Command } from "../../src/commands";
 import { ServerCommand } from "../../src/protocol";
+import { SCRIPTS_CONTEXT_KEY, TYPESCRIPT_PLUGIN } from "../../src/scripts";
 import { SECTION } from "../../src/settings";
 import { RUNS_VIEW_ID } from "../../src/statusBar";
 
@@ -13,11 +15,12 @@ const root = join(__dirname, "..", "..", "..");
 
 interface Manifest {
   main: string;
+  dependencies: Record<string, string>;
   activationEvents: string[];
   capabilities: { untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] } };
   contributes: {
-    languages: { id: string; filenamePatterns: string[]; configuration: string }[];
-    grammars: { language: string; scopeName: string; path: string }[];
+    languages?: unknown;
+    typescriptServerPlugins: { name: string; enableForWorkspaceTypeScriptVersions: boolean }[];
     commands: { command: string; title: string }[];
     menus: Record<string, { command: string; when?: string }[]>;
     views: Record<string, { id: string; name: string }[]>;
@@ -59,16 +62,39 @@ test("the settings read by the code are contributed with defaults", () => {
   }
 });
 
-test("*.workflow.js is its own language with a grammar that embeds JavaScript", () => {
-  const [language] = manifest.contributes.languages;
-  assert.equal(language?.id, "piflow-workflow");
-  assert.deepEqual(language.filenamePatterns, ["*.workflow.js"]);
-  const [grammar] = manifest.contributes.grammars;
-  const tm = JSON.parse(readFileSync(join(root, grammar?.path ?? ""), "utf8")) as { scopeName: string; patterns: unknown };
-  assert.equal(tm.scopeName, grammar?.scopeName);
-  assert.deepEqual(tm.patterns, [{ include: "source.js" }]);
-  JSON.parse(readFileSync(join(root, language.configuration), "utf8"));
-  assert.ok(manifest.activationEvents.includes("onLanguage:piflow-workflow"));
+test("workflow scripts stay JavaScript: no language of piflow's own, Run menus by file name or the scripts context key", () => {
+  assert.equal(manifest.contributes.languages, undefined);
+  assert.deepEqual(manifest.activationEvents, ["workspaceContains:**/*.workflow.js", "workspaceContains:**/piflow.toml"]);
+  for (const menu of ["editor/title/run", "explorer/context"]) {
+    for (const item of manifest.contributes.menus[menu] ?? []) {
+      assert.equal(
+        item.when,
+        `(resourceFilename =~ /\\.workflow\\.js$/ || resourcePath in ${SCRIPTS_CONTEXT_KEY}) && isWorkspaceTrusted`,
+      );
+    }
+  }
+});
+
+test("the TypeScript plugin ships inside the extension and is registered with the TypeScript service", () => {
+  assert.deepEqual(manifest.contributes.typescriptServerPlugins, [
+    { name: TYPESCRIPT_PLUGIN, enableForWorkspaceTypeScriptVersions: true },
+  ]);
+  // The only runtime dependency (the client is bundled), copied into node_modules (.npmrc install-links).
+  assert.deepEqual(manifest.dependencies, { [TYPESCRIPT_PLUGIN]: "file:../typescript-plugin" });
+  const plugin = JSON.parse(readFileSync(join(root, "..", "typescript-plugin", "package.json"), "utf8")) as { name: string };
+  assert.equal(plugin.name, TYPESCRIPT_PLUGIN);
+  assert.match(readFileSync(join(root, ".npmrc"), "utf8"), /^install-links=true$/m);
+  const listed = spawnSync(join(root, "node_modules", ".bin", "vsce"), ["ls"], {
+    cwd: root,
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  assert.equal(listed.status, 0, listed.stderr);
+  const files = listed.stdout.split("\n").filter(Boolean);
+  for (const file of ["index.js", "package.json", "piflow-workflow.d.ts"]) {
+    assert.ok(files.includes(`node_modules/${TYPESCRIPT_PLUGIN}/${file}`), `the .vsix holds ${file}:\n${files.join("\n")}`);
+  }
+  assert.ok(!files.some((file) => file.startsWith("node_modules/vscode-languageclient/")), "the bundled client is not shipped twice");
 });
 
 test("the runs view exists and untrusted workspaces are supported in a limited way", () => {

@@ -74,3 +74,40 @@ export function budgetApproval(proposalId = "9b1c7e52-0000-4000-8000-00000000000
 export function finished(state: string, fields: { result?: unknown; error?: unknown } = {}): unknown {
   return { runId: RUN_ID, uri: URI, state, ...fields };
 }
+
+/** An agent of `piflow.showRun` with the output fields of the shared contract. */
+export function agentDetailWire(id: string, state: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    ...agentWire(id, state),
+    name: id,
+    journalPath: "agent/callsite%3A36%3A105/occurrence%3A1",
+    error: null,
+    outputPreview: null,
+    outputTruncated: false,
+    transcriptPath: null,
+    attemptList: [],
+    ...fields,
+  };
+}
+
+/** A `piflow.showRun` answer: counts under `agents`, the agents under `agentList`. */
+export function showRun(state: string, agentList: Record<string, unknown>[], fields: Record<string, unknown> = {}): unknown {
+  return {
+    runId: RUN_ID,
+    uri: URI,
+    workflowName: "review",
+    scriptPath: "/work/review.workflow.js",
+    state,
+    phase: "draft",
+    agents: { total: agentList.length, settled: agentList.length },
+    agentList,
+    budget: { limits: {}, version: 1, usage: { tokens: 64, costUsd: 0, durationMs: 339, agentLaunches: 1 }, events: [] },
+    checkpoints: [],
+    proposals: [],
+    costUsd: 0,
+    tokens: 64,
+    error: null,
+    result: null,
+    ...fields,
+  };
+}

@@ -149,7 +149,8 @@ test("the lifecycle decides which run actions are offered", () => {
 test("the tree provider maps nodes to TreeItems and refreshes on every change", () => {
   const { api } = createVscode();
   const h = quiet();
-  const provider = new RunTreeProvider(api, h.model);
+  const loads: string[] = [];
+  const provider = new RunTreeProvider(api, h.model, (runId) => loads.push(runId));
   let refreshes = 0;
   provider.onDidChangeTreeData(() => refreshes++);
   h.source.emit(Notification.runStarted, wire.started());
@@ -170,6 +171,10 @@ test("the tree provider maps nodes to TreeItems and refreshes on every change", 
   const agentItem = provider.getTreeItem(agent);
   assert.equal(agentItem.collapsibleState, api.TreeItemCollapsibleState.None);
   assert.equal(agentItem.tooltip, "poet\nstate: running\nmodel: openai/gpt-5-mini\nattempts: 1\ntokens: 0\ncost: $0");
+  assert.deepEqual(agentItem.command?.command, "piflow.showRunDetails", "a click on an agent opens the run view");
+  assert.deepEqual(agentItem.command.arguments, [agent]);
+  assert.equal(item.command, undefined, "a click on a run expands it");
+  assert.deepEqual(loads, [], "a run with a snapshot is not loaded again");
 
   h.source.emit(Notification.runFinished, wire.finished("completed", { result: { answer: "approved" } }));
   assert.equal(provider.getTreeItem(root).collapsibleState, api.TreeItemCollapsibleState.Collapsed);
@@ -179,4 +184,18 @@ test("the tree provider maps nodes to TreeItems and refreshes on every change", 
   provider.dispose();
   h.source.emit(Notification.runStarted, wire.started());
   assert.equal(refreshes, 3, "a disposed provider no longer listens");
+});
+
+test("expanding a run known only from a listing loads its snapshot", () => {
+  const { api } = createVscode();
+  const h = quiet();
+  const loads: string[] = [];
+  const provider = new RunTreeProvider(api, h.model, (runId) => loads.push(runId));
+  h.model.listed([
+    { runId: "old-run", uri: null, workflowName: "nightly", state: "completed", phase: null, agents: { total: 3, settled: 3 }, tokens: 0, costUsd: 0 },
+  ]);
+  const [root] = provider.getChildren();
+  assert.ok(root);
+  assert.deepEqual(provider.getChildren(root), []);
+  assert.deepEqual(loads, ["old-run"]);
 });

@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compactCount, dollars, formatBudgetGauge, formatLimits, oneLineJson } from "../../src/format";
-import { associateWorkflowScripts } from "../../src/languageAssociation";
 import { parseBudgetPatch, parseJson, runOptionsFromSettings } from "../../src/serverCommands";
 import { DEFAULT_FILES, readSettings } from "../../src/settings";
 import { isRefused } from "../../src/trust";
-import { createVscode, Uri } from "./vscodeStub";
 
 test("settings fall back to their defaults and ignore values of the wrong type", () => {
   const settings = readSettings({ get: () => undefined });
@@ -58,20 +56,4 @@ test("numbers, money and budgets read short", () => {
   assert.equal(formatLimits({ tokens: { soft: 1000, hard: 2000 }, costUsd: { hard: 2 } }), "tokens soft 1k hard 2k, costUsd hard $2.00");
   assert.equal(formatBudgetGauge({ costUsd: { hard: 2 } }, { costUsd: 0.5 }), "costUsd $0.50/$2.00 (25%)");
   assert.equal(oneLineJson({ text: "x".repeat(300) }, 20).length, 20);
-});
-
-test("documents matching piflow.files open as workflow scripts, now and when opened later", () => {
-  const { api, state } = createVscode();
-  const doc = (path: string, languageId: string) => ({ uri: Uri.file(path), languageId });
-  state.matches = (pattern, document) => pattern === "**/*.flow.js" && document.uri.fsPath.endsWith(".flow.js");
-  state.openDocuments = [doc("/w/a.flow.js", "javascript"), doc("/w/b.js", "javascript")];
-  associateWorkflowScripts(api, () => ["**/*.flow.js"]);
-  for (const listener of state.openListeners) {
-    listener(doc("/w/c.flow.js", "javascript"));
-    listener(doc("/w/d.flow.js", "typescript"));
-  }
-  assert.deepEqual(state.switched, [
-    ["/w/a.flow.js", "piflow-workflow"],
-    ["/w/c.flow.js", "piflow-workflow"],
-  ]);
 });

@@ -6,16 +6,70 @@ import type * as vscode from "vscode";
 export class Uri {
   private constructor(
     readonly scheme: string,
-    readonly fsPath: string,
+    readonly path: string,
+    readonly query = "",
   ) {}
+
+  get fsPath(): string {
+    return this.path;
+  }
 
   static file(path: string): Uri {
     return new Uri("file", path);
   }
 
-  toString(): string {
-    return `${this.scheme}://${this.fsPath}`;
+  static from(parts: { scheme: string; path?: string; query?: string }): Uri {
+    return new Uri(parts.scheme, parts.path ?? "", parts.query ?? "");
   }
+
+  static parse(text: string): Uri {
+    const match = /^([a-z][\w+.-]*):(?:\/\/)?([^?]*)(?:\?(.*))?$/i.exec(text);
+    if (!match) throw new Error(`not a URI: ${text}`);
+    return new Uri(match[1] ?? "", decodeURIComponent(match[2] ?? ""), match[3] ?? "");
+  }
+
+  toString(): string {
+    const path = this.scheme === "file" ? `//${this.path}` : encodeURI(this.path);
+    return `${this.scheme}:${path}${this.query ? `?${this.query}` : ""}`;
+  }
+}
+
+class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+
+  compareTo(other: Position): number {
+    return this.line - other.line || this.character - other.character;
+  }
+}
+
+class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: Position | number, b: Position | number, c?: number, d?: number) {
+    this.start = typeof a === "number" ? new Position(a, b as number) : a;
+    this.end = typeof a === "number" ? new Position(c ?? 0, d ?? 0) : (b as Position);
+  }
+}
+
+class Selection extends Range {}
+
+class DocumentLink {
+  constructor(
+    readonly range: Range,
+    readonly target?: Uri,
+  ) {}
+}
+
+/** The globs of the tests: `**` (any directories) and `*` (within a name). */
+function globMatches(pattern: string, path: string): boolean {
+  const source = pattern
+    .split(/(\*\*\/|\*)/)
+    .map((part) => (part === "**/" ? "(?:.*/)?" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^(?:.*/)?${source}$`).test(path);
 }
 
 class ThemeColor {
@@ -31,6 +85,7 @@ class ThemeIcon {
 
 class TreeItem {
   id?: string;
+  command?: { command: string; title: string; arguments?: unknown[] };
   description?: string;
   tooltip?: string;
   contextValue?: string;
@@ -74,6 +129,20 @@ export interface DocumentStub {
   languageId: string;
 }
 
+export interface DiagnosticStub {
+  severity: number;
+  /** A `Range` made with `api.Range`. */
+  range: object;
+  message: string;
+}
+
+export interface TypeScriptExtensionStub {
+  isActive: boolean;
+  activations: number;
+  /** Plugin configurations received through `configurePlugin`. */
+  configured: [string, unknown][];
+}
+
 export interface Shown {
   level: "info" | "warning" | "error";
   message: string;
@@ -98,13 +167,18 @@ export interface StubState {
   statusMessages: string[];
   activeDocument: DocumentStub | undefined;
   files: Uri[];
-  openedDocuments: { language: string; content: string }[];
+  /** What `workspace.openTextDocument` was asked to open: a URI, or untitled content. */
+  openedDocuments: unknown[];
+  /** What `window.showTextDocument` showed, with its options. */
+  shownDocuments: { target: unknown; options: unknown }[];
   openDocuments: DocumentStub[];
   openListeners: ((document: DocumentStub) => void)[];
-  /** Documents whose language was switched, with the new id. */
-  switched: [string, string][];
-  /** Glob patterns `languages.match` accepts, by document path suffix. */
-  matches: (pattern: string, document: DocumentStub) => boolean;
+  closeListeners: ((document: DocumentStub) => void)[];
+  /** Diagnostics `languages.getDiagnostics` answers, by URI. */
+  diagnostics: Map<string, DiagnosticStub[]>;
+  contentProviders: Map<string, unknown>;
+  /** VS Code's TypeScript extension, or undefined when it is disabled. */
+  typescript: TypeScriptExtensionStub | undefined;
 }
 
 export function createVscode(): { api: typeof vscode; state: StubState } {
@@ -124,10 +198,19 @@ export function createVscode(): { api: typeof vscode; state: StubState } {
     activeDocument: undefined,
     files: [],
     openedDocuments: [],
+    shownDocuments: [],
     openDocuments: [],
     openListeners: [],
-    switched: [],
-    matches: () => false,
+    closeListeners: [],
+    diagnostics: new Map(),
+    contentProviders: new Map(),
+    typescript: { isActive: false, activations: 0, configured: [] },
+  };
+  const typescriptExports = {
+    getAPI: (version: number) =>
+      version === 0
+        ? { configurePlugin: (id: string, configuration: unknown) => state.typescript?.configured.push([id, configuration]) }
+        : undefined,
   };
   const show =
     (level: Shown["level"]) =>
@@ -137,6 +220,12 @@ export function createVscode(): { api: typeof vscode; state: StubState } {
     };
   const api = {
     Uri,
+    Position,
+    Range,
+    Selection,
+    DocumentLink,
+    DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    TextEditorRevealType: { Default: 0, InCenter: 1, InCenterIfOutsideViewport: 2, AtTop: 3 },
     ThemeColor,
     ThemeIcon,
     TreeItem,
@@ -182,7 +271,10 @@ export function createVscode(): { api: typeof vscode; state: StubState } {
       get activeTextEditor() {
         return state.activeDocument && { document: state.activeDocument };
       },
-      showTextDocument: () => Promise.resolve(undefined),
+      showTextDocument: (target: unknown, options: unknown) => {
+        state.shownDocuments.push({ target, options });
+        return Promise.resolve({ selection: undefined, revealRange: () => undefined });
+      },
     },
     commands: {
       registerCommand: (id: string, handler: (...args: unknown[]) => unknown) => {
@@ -201,9 +293,19 @@ export function createVscode(): { api: typeof vscode; state: StubState } {
       },
       findFiles: () => Promise.resolve(state.files),
       asRelativePath: (uri: Uri) => uri.fsPath.replace(/^\/work\//, ""),
-      openTextDocument: (options: { language: string; content: string }) => {
-        state.openedDocuments.push(options);
-        return Promise.resolve(options);
+      openTextDocument: async (target: unknown) => {
+        state.openedDocuments.push(target);
+        if (!(target instanceof Uri)) return target;
+        // A virtual document's text comes from its scheme's provider, as in VS Code.
+        const provider = state.contentProviders.get(target.scheme) as
+          | { provideTextDocumentContent(uri: Uri): Promise<string> | string }
+          | undefined;
+        const text = provider ? await provider.provideTextDocumentContent(target) : "";
+        return { uri: target, languageId: "markdown", getText: () => text };
+      },
+      registerTextDocumentContentProvider: (scheme: string, provider: unknown) => {
+        state.contentProviders.set(scheme, provider);
+        return { dispose: () => state.contentProviders.delete(scheme) };
       },
       get textDocuments() {
         return state.openDocuments;
@@ -212,12 +314,40 @@ export function createVscode(): { api: typeof vscode; state: StubState } {
         state.openListeners.push(listener);
         return { dispose: () => undefined };
       },
+      onDidCloseTextDocument: (listener: (document: DocumentStub) => void) => {
+        state.closeListeners.push(listener);
+        return { dispose: () => undefined };
+      },
     },
     languages: {
-      match: (selector: { pattern: string }, document: DocumentStub) => (state.matches(selector.pattern, document) ? 10 : 0),
-      setTextDocumentLanguage: (document: DocumentStub, language: string) => {
-        state.switched.push([document.uri.fsPath, language]);
-        return Promise.resolve(document);
+      match: (selector: { language?: string; scheme?: string; pattern?: string }[], document: DocumentStub) =>
+        selector.some(
+          (filter) =>
+            (filter.language === undefined || filter.language === document.languageId) &&
+            (filter.scheme === undefined || filter.scheme === document.uri.scheme) &&
+            (filter.pattern === undefined || globMatches(filter.pattern, document.uri.fsPath)),
+        )
+          ? 10
+          : 0,
+      getDiagnostics: (uri: Uri) => state.diagnostics.get(uri.toString()) ?? [],
+    },
+    extensions: {
+      getExtension: (id: string) => {
+        const typescript = state.typescript;
+        if (id !== "vscode.typescript-language-features" || !typescript) return undefined;
+        return {
+          get isActive() {
+            return typescript.isActive;
+          },
+          get exports() {
+            return typescript.isActive ? typescriptExports : undefined;
+          },
+          activate: () => {
+            typescript.activations++;
+            typescript.isActive = true;
+            return Promise.resolve(typescriptExports);
+          },
+        };
       },
     },
   };

@@ -20,6 +20,7 @@ import { bindNotifications } from "../../src/notifications";
 import type { RunFinished } from "../../src/protocol";
 import { RunModel } from "../../src/runModel";
 import { childNodes, rootNodes, viewNode } from "../../src/runTree";
+import { agentOutputText, renderRun } from "../../src/runView";
 import { ServerCommands } from "../../src/serverCommands";
 
 const packageRoot = join(__dirname, "..", "..", "..");
@@ -172,7 +173,8 @@ test("a run launched through the extension's protocol code goes to a checkpoint,
     );
     await connection.sendNotification("initialized", {});
     await connection.sendNotification("textDocument/didOpen", {
-      textDocument: { uri, languageId: "piflow-workflow", version: 1, text: SCRIPT },
+      // As VS Code sends it: a workflow script stays JavaScript.
+      textDocument: { uri, languageId: "javascript", version: 1, text: SCRIPT },
     });
 
     const runId = await within(server.run(uri), 30_000, "piflow.run", session);
@@ -205,6 +207,18 @@ test("a run launched through the extension's protocol code goes to a checkpoint,
       listed.map((r) => [r.runId, r.state]),
       [[runId, "completed"]],
     );
+
+    // The run view: what the agent answered, from showRun, and in full from showAgent.
+    const detail = await within(server.showRun(runId), 30_000, "piflow.showRun", session);
+    const view = renderRun(detail).text;
+    assert.match(view, /^# ship — completed\n/);
+    assert.match(view, /### writer\n\ncompleted · scripted\/default · 1 attempt/);
+    assert.match(view, /\*\*Output\*\*\n\n```text\n\[scripted\] Write one line about durable workflows\.\n```/);
+    assert.match(view, /## Result\n\n```json\n\{\n {2}"draft": "\[scripted\] Write one line/);
+    const [agentId] = detail.agents.map((a) => a.id);
+    assert.ok(agentId);
+    const agent = await within(server.showAgent(runId, agentId), 30_000, "piflow.showAgent", session);
+    assert.equal(agentOutputText(agent), "[scripted] Write one line about durable workflows.");
   } finally {
     await session.dispose();
   }
