@@ -8,17 +8,25 @@ module's `register` to `REGISTRARS` (e.g. `piflow.cli_runs.register` for run/res
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from piflow import __version__, cli_check, cli_doctor, cli_runs, server
 from piflow.cli_check import UsageError
+from piflow.config.paths import state_dir
+from piflow.engine.store import StoreError
 from piflow.errors import WorkflowError
 
 EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
+EXIT_INTERRUPTED: Final = 128 + signal.SIGINT
+EXIT_BUG: Final = 70
+"""`EX_SOFTWARE`: piflow itself failed."""
 
 Registrar = Callable[[Any], None]
 
@@ -56,7 +64,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         cli_runs.silence_stdout()
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # Ctrl-C outside a run's owner (which ends its runs cleanly itself)
+        print("\npiflow: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        report_bug(exc)
+        return EXIT_BUG
     return result
+
+
+def report_bug(exc: BaseException) -> None:
+    """A bug of piflow's: one line for the user, the traceback in a file they can attach to a report."""
+    where = state_dir() / "crashes" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    text = f"piflow {__version__}, Python {sys.version.split()[0]}, argv {sys.argv!r}\n" + "".join(
+        traceback.format_exception(exc)
+    )
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(text, encoding="utf-8", errors="backslashreplace")
+        kept = f"the details are in {where}; please report it to the piflow maintainers with that file"
+    except OSError as error:
+        kept = f"the details could not be saved ({error.strerror}); please report it to the piflow maintainers"
+    summary = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    print(f"piflow: internal error, a bug in piflow ({summary}); {kept} and the command you ran.", file=sys.stderr)
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one error inside nested exception groups (task groups wrap what their tasks raise)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -72,12 +109,18 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         result: int = handler(args)
-    except WorkflowError as error:
-        print(f"piflow: {error.code}: {error.message}", file=sys.stderr)
-        return 2
-    except UsageError as error:
-        print(f"piflow {args.command}: {error}", file=sys.stderr)
-        return 2
+    except (WorkflowError, UsageError, BaseExceptionGroup) as raised:
+        error = _single(raised)
+        if isinstance(error, StoreError):
+            print(cli_runs.store_failure_text(error, getattr(args, "owned", None)), file=sys.stderr)
+            return 1
+        if isinstance(error, WorkflowError):
+            print(f"piflow: {error.code}: {error.message}", file=sys.stderr)
+            return 2
+        if isinstance(error, UsageError):
+            print(f"piflow {args.command}: {error}", file=sys.stderr)
+            return 2
+        raise error from None
     return result
 
 

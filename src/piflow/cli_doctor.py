@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -74,10 +75,10 @@ def diagnose(cwd: str) -> dict[str, Any]:
         usable = registry.provider_available(provider.name)
         for model in provider.models:
             models.append({"model": model.ref, "provider": provider.name, "api": provider.api,
-                           "baseUrl": provider.base_url, "available": usable, "source": str(registry.path)})
+                           "baseUrl": redact_url(provider.base_url), "available": usable, "source": str(registry.path)})
         checks.append(_check("ok" if usable else "warning",
                              f"provider {provider.name} ({provider.api or 'no api'}, "
-                             f"{provider.base_url or 'no baseUrl'}): "
+                             f"{redact_url(provider.base_url) or 'no baseUrl'}): "
                              + ("usable" if usable else "no API key (set it in models.json or the env)")))
     pi_command = os.environ.get("PIFLOW_PI_COMMAND") or shutil.which("pi")
     openai_ready = any(p.api == "openai-completions" and registry.provider_available(p.name)
@@ -120,3 +121,11 @@ def register(commands: Any) -> None:
     doctor.add_argument("path", nargs="?")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=_doctor)
+
+
+_USERINFO: Final = re.compile(r"(?<=//)[^/?#]*@")
+
+
+def redact_url(url: str | None) -> str | None:
+    """`url` without the `user:password@` part a baseUrl may carry (doctor output gets pasted into issues)."""
+    return None if url is None else _USERINFO.sub("***@", url, count=1)

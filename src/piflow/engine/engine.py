@@ -28,7 +28,7 @@ from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE
 from piflow.engine.runs import ActiveRun, base_payload, record_budget_event
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
-from piflow.engine.store import DecisionRecord, RunRecord, RunStore
+from piflow.engine.store import DecisionRecord, RunRecord, RunStore, StoreError
 from piflow.errors import WorkflowError
 
 LEASE_RENEW_SECONDS = 2.0
@@ -192,10 +192,15 @@ class Engine:
             with run.scope:
                 value = await run.execute()
                 await self._complete(run, value)
-            if run.scope.cancelled_caught and run.lifecycle.state not in ENDED and not run.lease_lost:
+            if run.store_failure is not None:
+                self._fail(run, run.store_failure)
+            elif run.scope.cancelled_caught and run.lifecycle.state not in ENDED and not run.lease_lost:
                 run.lifecycle.terminal("stopped", "CANCELLED")
         except WorkflowError as exc:
-            self._fail(run, exc)
+            # The store may still be failing: then the run stays as last committed, and the next
+            # process to look finds it `interrupted` (its owner is gone), resumable.
+            with contextlib.suppress(StoreError):
+                self._fail(run, run.store_failure or exc)
         finally:
             self.scheduler.unregister(run.id)
             self.active.pop(run.id, None)
@@ -222,7 +227,9 @@ class Engine:
         error = {"code": exc.code, "message": exc.message}
         if exc.failed_at is not None:
             error["failedAt"] = exc.failed_at
-        if exc.code == "BUDGET_EXHAUSTED":
+        if run.store_failure is not None:
+            final = "interrupted"  # nothing the run completed was lost: it can go on from there
+        elif exc.code == "BUDGET_EXHAUSTED":
             final = "budget_exhausted"
         elif exc.code == "CANCELLED" and not run.resumed:
             final = "stopped"
@@ -237,9 +244,12 @@ class Engine:
                                                        "message": f"Workflow execution failed ({exc.code})"}})
 
     async def wait(self, run_id: str) -> RunRecord:
+        """The run's record once it has ended here; raises the `StoreError` that stopped it, if one did."""
         run = self.active.get(run_id)
         if run is not None:
             await run.done.wait()
+            if run.store_failure is not None:
+                raise run.store_failure
         record = self.store.get_run(run_id)
         if record is None:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")

@@ -26,7 +26,7 @@ from piflow.engine.journal import agent_path, checkpoint_path, function_path
 from piflow.engine.lifecycle import RunLifecycle
 from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
-from piflow.engine.store import RunRecord, RunStore
+from piflow.engine.store import RunRecord, RunStore, StoreError
 from piflow.engine.worker.client import WorkerProcess
 from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
@@ -74,6 +74,8 @@ class ActiveRun:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.lease_lost = False
+        self.store_failure: StoreError | None = None
+        """Set when a write of this run failed (a full disk): the run stops, `interrupted` and resumable."""
         self.worktrees = RunWorktrees(record.id, record.cwd, store.location.parent / "runs" / record.id, store)
         self.waiting_checkpoints: dict[str, anyio.Event] = {}
         self._batch_depth = 0
@@ -103,9 +105,11 @@ class ActiveRun:
         try:
             with self.store.batch():
                 yield
-        except BaseException:
+        except BaseException as exc:
             if self._batch_depth == 1:
                 self._pending.clear()
+            if isinstance(exc, StoreError):
+                self.store_failed(exc)
             raise
         finally:
             self._batch_depth -= 1
@@ -113,6 +117,12 @@ class ActiveRun:
             pending, self._pending = self._pending, []
             for event in pending:
                 self.bus.publish(event)
+
+    def store_failed(self, exc: StoreError) -> None:
+        """Stop the run at its first failed write: going on would do work that cannot be journaled."""
+        if self.store_failure is None:
+            self.store_failure = exc
+            self.scope.cancel()
 
     def emit(self, kind: str, extra: dict[str, Any]) -> None:
         payload = {**base_payload(self.record), **extra}
@@ -309,7 +319,7 @@ class ActiveRun:
         """Run the script once from the top; completed operations replay from the journal."""
         server = CallServer(self)
         variables = await resolve_variables(self.extensions, self.function_context(server))
-        worker = WorkerProcess()
+        worker = WorkerProcess(log=self.store.location.parent / "runs" / self.id / "worker.log")
         outcome: list[Any] = []
         try:
             async with anyio.create_task_group() as tasks:

@@ -21,6 +21,27 @@ DECISION_STATES: Final = frozenset({"pending", "approved", "rejected"})
 WORKTREE_STATES: Final = frozenset({"creating", "ready"})
 
 
+class StoreError(WorkflowError):
+    """The run store failed (disk full, I/O error, busy past the timeout): nothing of the failed
+    transaction was kept, everything committed before it is safe."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("INTERNAL_ERROR", message)
+
+
+class DamagedRecord(StoreError):
+    """A stored row piflow cannot read (edited by hand, written by another tool): which one and why.
+
+    Raised while decoding, so one damaged row fails the read that met it and nothing else.
+    """
+
+    def __init__(self, table: str, key: str, problem: str) -> None:
+        super().__init__(f"Damaged row {key} in the run store's {table} table: {problem}")
+        self.table = table
+        self.key = key
+        self.problem = problem
+
+
 def check_state(kind: str, value: object, allowed: frozenset[str]) -> None:
     """Refuse a state outside the spec's list before it reaches the store (a programming error)."""
     if value not in allowed:

@@ -15,6 +15,7 @@ from piflow.engine.store.records import (
     AgentRecord,
     AttemptRecord,
     CheckpointRecord,
+    DamagedRecord,
     DecisionRecord,
     EventRecord,
     RunRecord,
@@ -86,12 +87,24 @@ class Table(Generic[R]):
         return values
 
     def decode(self, row: tuple[Any, ...]) -> R:
+        """The record of `row`; a row that cannot be one (bad JSON, unknown state) is `DamagedRecord`."""
         values = list(row)
-        for index in self._json_indexes:
-            values[index] = decode_optional(values[index])
-        for index in self._bool_indexes:
-            values[index] = bool(values[index])
-        return self.record(**dict(zip(self.columns, values, strict=True)))
+        column = ""
+        try:
+            for index in self._json_indexes:
+                column = self.columns[index]
+                values[index] = decode_optional(values[index])
+            for index in self._bool_indexes:
+                values[index] = bool(values[index])
+            column = ""
+            return self.record(**dict(zip(self.columns, values, strict=True)))
+        except (ValueError, TypeError, RecursionError, WorkflowError) as exc:
+            where = f"column {column} is not valid JSON" if column else "it is not a valid record"
+            detail = exc.message if isinstance(exc, WorkflowError) else str(exc).splitlines()[0]
+            raise DamagedRecord(self.name, self._describe_key(row), f"{where} ({detail})") from None
+
+    def _describe_key(self, row: tuple[Any, ...]) -> str:
+        return "/".join(str(row[self.columns.index(name)]) for name in self.key)
 
     def encode_field(self, name: str, value: Any) -> Any:
         return encode_optional(value) if name in self.json_fields else value

@@ -206,8 +206,9 @@ def main(argv: list[str] | None = None) -> None:
         pass
     except Exception as exc:  # a broken runtime (memory exhausted in the middle of a job): report, not crash
         traceback.print_exc()
-        summary = (str(exc) or repr(exc)).splitlines()[0]
-        failure = WorkflowError("INTERNAL_ERROR", f"Workflow worker failed: {summary}")
+        # Named by its type: a JavaScript value thrown through the runtime may read just "null".
+        summary = f"{type(exc).__name__}: {(str(exc).strip() or 'no message').splitlines()[0]}"
+        failure = WorkflowError("INTERNAL_ERROR", f"Workflow worker failed ({summary}); its log has the details")
         channel.write(encode({"t": "done", "ok": False, "error": error_json(failure)}))
     # Skip interpreter teardown: the daemon threads and a large QuickJS heap have nothing to flush.
     os._exit(0)

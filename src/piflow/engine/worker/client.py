@@ -84,7 +84,11 @@ class WorkerProcess:
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
         heap_limit: int = DEFAULT_HEAP_LIMIT,
         python: str = sys.executable,
+        log: Path | None = None,
     ) -> None:
+        """`log`: the file the worker's stderr goes to (a Python traceback must not reach a terminal);
+        without one, the worker shares the host's stderr."""
+        self._log = log
         self._heartbeat_timeout = heartbeat_timeout
         self._memory_limit = memory_limit
         self._heap_limit = heap_limit
@@ -117,17 +121,25 @@ class WorkerProcess:
         if args_size > RPC_LIMIT_BYTES:
             raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
         environment = worker_environment(os.environ)
-        self._process = await anyio.open_process(
-            [
-                *(self._python, "-m", "piflow.engine.worker"),
-                *("--memory-limit", str(self._memory_limit), "--heap-limit", str(self._heap_limit)),
-            ],
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=None,
-            env=environment,
-            start_new_session=True,
-        )
+        stderr: Any = None
+        if self._log is not None:
+            self._log.parent.mkdir(parents=True, exist_ok=True)
+            stderr = self._log.open("ab")
+        try:
+            self._process = await anyio.open_process(
+                [
+                    *(self._python, "-m", "piflow.engine.worker"),
+                    *("--memory-limit", str(self._memory_limit), "--heap-limit", str(self._heap_limit)),
+                ],
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=stderr,
+                env=environment,
+                start_new_session=True,
+            )
+        finally:
+            if stderr is not None:
+                stderr.close()  # the worker has its own copy
         await self._send(encoded_start)
 
     async def calls(self) -> AsyncIterator[dict[str, Any]]:
@@ -301,8 +313,22 @@ class WorkerProcess:
 
     async def _exited(self, process: Process) -> None:
         code = await process.wait()
-        self._finish(None, WorkflowError("INTERNAL_ERROR", f"Workflow child exited with code {code}"))
+        message = f"Workflow child exited with code {code}{self._last_words()}"
+        self._finish(None, WorkflowError("INTERNAL_ERROR", message))
         await self.kill()
+
+    def _last_words(self) -> str:
+        """The last line the worker wrote to its log (a Python error's summary), and where the rest is."""
+        if self._log is None:
+            return ""
+        try:
+            with self._log.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+                lines = log.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        last = next((line.strip() for line in reversed(lines) if line.strip()), None)
+        return f": {last} (worker log: {self._log})" if last else ""
 
 
 _INHERITED: Final = frozenset(
