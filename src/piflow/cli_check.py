@@ -18,6 +18,8 @@ from piflow.analysis.analyze import analyze
 from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.dialects import detect_dialect, dialect_names
 from piflow.analysis.report import FileReport, format_json, format_sarif, format_text
+from piflow.analysis.script_file import read_script_file, unreadable_script
+from piflow.config.files import FileRefused
 from piflow.errors import WorkflowError
 
 DEFAULT_GLOB: Final = "**/*.workflow.js"
@@ -96,8 +98,8 @@ def collect_files(paths: list[str], pattern: str) -> list[str]:
         path = Path(name)
         if path.is_dir():
             found.extend(str(item) for item in sorted(path.glob(pattern)) if item.is_file())
-        elif path.is_file():
-            found.append(name)
+        elif path.exists():
+            found.append(name)  # check_file says what is wrong with one that is not a regular file
         else:
             raise UsageError(f"no such file or directory: {name}")
     return list(dict.fromkeys(found))
@@ -120,16 +122,18 @@ def project_capabilities(directory: Path) -> Capabilities:
     from piflow import config
 
     try:
-        return config.capabilities(config.load_config(directory))
+        return Capabilities.from_config(config.load_config(directory))
     except WorkflowError as error:
         raise UsageError(f"configuration error: {error.message}") from None
 
 
 def check_file(path: str, capabilities: Capabilities, dialect: str | None, *, compile: bool) -> FileReport:
     """A file's findings in reading order (line, then column), whatever order the rules found them in."""
-    data = Path(path).read_bytes()
-    text = data.decode("utf-8", "replace")
-    chosen = detect_dialect(data, dialect)
-    findings = analyze(text, capabilities, chosen.name, compile=compile)
+    try:
+        script = read_script_file(path)
+    except (OSError, FileRefused) as error:
+        raise UsageError(unreadable_script(path, error)) from None
+    chosen = detect_dialect(script.data, dialect)
+    findings = script.findings() + analyze(script.text, capabilities, chosen.name, compile=compile)
     ordered = sorted(findings, key=lambda f: (f.range.start.line, f.range.start.character))
     return FileReport(path, chosen.name, tuple(ordered))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -13,14 +14,17 @@ from typing import Any, Final, TextIO
 
 import anyio
 
+from piflow.analysis.script_file import read_script_file, unreadable_script
 from piflow.cli_check import UsageError
+from piflow.config.files import FileRefused
 from piflow.engine import events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.progress import format_progress
-from piflow.engine.store import RunStore, known_store_paths
+from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.views import attention_key, run_summary, run_view
+from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError, format_workflow_failure
 
 _SUCCESS_STATES = frozenset({"completed"})
@@ -41,12 +45,29 @@ _STATE_WORDS: Final = {
 
 
 def _json_arg(text: str | None, what: str) -> Any:
+    """A JSON option's value; one that could not cross into a script (too deep, lone surrogates) is
+    refused here, before any run exists."""
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkflowError("INVALID_METADATA", f"--{what} is not valid JSON: {exc.msg}") from None
+    except RecursionError:  # deeper than Python's decoder goes, far deeper than a script may see
+        raise UsageError(f"--{what} {TOO_DEEP}") from None
+    problem = value_problem(value)
+    if problem is not None:
+        raise UsageError(f"--{what} {problem}")
+    return value
+
+
+def store_failure_text(error: StoreError, run_id: str | None = None) -> str:
+    """What a failed run store means for the user, and what to do next."""
+    if isinstance(error, DamagedRecord):
+        return f"piflow: {error.message}\nOther runs are not affected: `piflow runs` lists them."
+    then = f"continue the run with `piflow resume {run_id[:8]}`" if run_id else "try again"
+    return (f"piflow: {error.message}\nEverything committed before the failure is saved. "
+            f"Free some disk space (or fix what the message names), then {then}.")
 
 
 def open_store(cwd: str) -> RunStore:
@@ -253,25 +274,59 @@ def _owner_started(run_id: str) -> None:
 
 async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
     """Own a started run to its end: quietly for `--detach`, else with progress and answers."""
-    if args.owner_process:
-        _owner_started(run_id)
-        await engine.wait(run_id)
-        return 0
-    write_on(sys.stdout, run_id + "\n")
-    await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=args.answers)
+    args.owned = run_id
+    try:
+        if args.owner_process:
+            _owner_started(run_id)
+            await engine.wait(run_id)
+            return 0
+        write_on(sys.stdout, run_id + "\n")
+        await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=args.answers)
+    except StoreError as exc:  # a full disk: the run stopped at its last committed step
+        print(store_failure_text(exc, run_id), file=sys.stderr)
+        return 1
     return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
 
 
+_INTERRUPTIONS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
+async def _owning(action: Any, args: argparse.Namespace) -> int:
+    """Run `action` (launch or resume, then drive) as the owner of its run: SIGINT or SIGTERM end it
+    cleanly, like a closed session: the run is recorded `interrupted`, its worker and agents are
+    killed, its lease is released, and the exit code is 128 + the signal."""
+    args.owned = None
+    received: list[int] = []
+    results: list[int] = []
+    with anyio.open_signal_receiver(*_INTERRUPTIONS) as signals:  # open until the engine has shut down
+        async with anyio.create_task_group() as tasks:
+            async def watch() -> None:
+                async for signum in signals:
+                    received.append(signum)
+                    tasks.cancel_scope.cancel()
+                    return
+
+            tasks.start_soon(watch)
+            results.append(await action(args))
+            tasks.cancel_scope.cancel()
+    if not received:
+        return results[0]
+    name = signal.Signals(received[0]).name
+    if args.owned is None:
+        print(f"\npiflow: interrupted ({name}) before the run started", file=sys.stderr)
+    else:
+        print(f"\npiflow: interrupted ({name}): run {args.owned[:8]} is interrupted, nothing it completed is lost; "
+              f"continue it with `piflow resume {args.owned[:8]}`", file=sys.stderr)
+    return 128 + received[0]
+
+
 def read_script(name: str) -> str:
-    """A script's text; a missing or unreadable file is a usage error, not a syntax error."""
+    """A script's text; a missing or unreadable file is a usage error, invalid UTF-8 a syntax error
+    at its first bad byte (as `piflow check` reports it)."""
     try:
-        return Path(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{name} is a directory; give a workflow script") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from None
+        return read_script_file(name).launch_text()
+    except (OSError, FileRefused) as exc:
+        raise UsageError(unreadable_script(name, exc)) from None
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -353,10 +408,19 @@ def _runs(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
     path = store_path(cwd)
     summaries: list[dict[str, Any]] = []
+    damaged: list[DamagedRecord] = []
+    damaged_runs: dict[str, str] = {}
     if path.exists():
         with RunStore.open(path) as store:
             Engine(store).recover()
-            summaries = [run_summary(r, store.agents(r.id)) for r in store.list_runs()]
+            for record in store.list_runs(damaged=damaged):
+                try:
+                    summaries.append(run_summary(record, store.agents(record.id)))
+                except DamagedRecord as exc:  # one of its agents
+                    damaged_runs[record.id] = exc.message
+    damaged_runs.update((d.key, d.message) for d in damaged)
+    summaries += [{"runId": run_id, "state": "damaged", "damage": message, "updatedAt": 0.0}
+                  for run_id, message in damaged_runs.items()]
     hidden = 0
     if not args.all:
         finished = [s for s in summaries if s["state"] in _FINISHED_STATES]
@@ -370,6 +434,9 @@ def _runs(args: argparse.Namespace) -> int:
         print(f"No workflow runs in the project {cwd} (run store {path}).")
         _print_other_projects(path)
     for s in summaries:
+        if s["state"] == "damaged":
+            print(f"{s['runId'][:8]}  damaged: {s['damage']}")
+            continue
         agents = f"{s['agents']['settled']}/{s['agents']['total']} agents"
         cost = f"  ${s['costUsd']:.4f}" if s["costUsd"] else ""
         print(f"{s['runId'][:8]}  {s['workflowName']:<20} {s['state']:<16} {s['phase'] or '-':<12} {agents}{cost}")
@@ -400,7 +467,11 @@ def _show(args: argparse.Namespace) -> int:
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
         Engine(store).recover()
-        view = run_view(store, run_id, details=True)
+        try:
+            view = run_view(store, run_id, details=True)
+        except DamagedRecord as exc:
+            print(f"piflow show: run {run_id} cannot be shown.\n{store_failure_text(exc)}", file=sys.stderr)
+            return 1
     if args.json:
         print(json.dumps(view, indent=2, ensure_ascii=False))
         return 0
@@ -513,16 +584,18 @@ def register(commands: Any) -> None:
 def _detach_or(args: argparse.Namespace, action: Any) -> int:
     # Bad flags and missing files are refused here, before any run exists (or an owner starts).
     args.answers = _answers(args.answer)
+    for what in ("args", "budget"):
+        _json_arg(getattr(args, what, None), what)
     if getattr(args, "script", None):
         read_script(args.script)
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])
     if args.owner_process:
         try:
-            return int(anyio.run(action, args))
+            return int(anyio.run(_owning, action, args))
         except (WorkflowError, UsageError) as exc:
             error = exc.to_json() if isinstance(exc, WorkflowError) else {"message": str(exc)}
             sys.stdout.write(json.dumps({"error": error}) + "\n")
             sys.stdout.flush()
             return 2
-    return int(anyio.run(action, args))
+    return int(anyio.run(_owning, action, args))

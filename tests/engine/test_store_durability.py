@@ -163,8 +163,9 @@ def test_a_file_that_is_not_a_store_is_a_clear_error(path: Path) -> None:
     path.write_bytes(b"definitely not sqlite " * 200)
     with pytest.raises(WorkflowError) as raised:
         RunStore.open(path)
-    assert raised.value.code == "INTERNAL_ERROR"
+    assert raised.value.code == "CONFIG_ERROR"  # a store path named something else: refused, untouched
     assert str(path) in raised.value.message and "not a database" in raised.value.message
+    assert path.read_bytes() == b"definitely not sqlite " * 200
 
 
 def test_an_uncreatable_store_path_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ the offending key so editors and terminals can jump to it.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_text
 from piflow.config.paths import PROJECT_CONFIG_NAME, expand_home, user_config_path
 from piflow.config.settings import validate_model_aliases
 from piflow.errors import WorkflowError
@@ -59,7 +61,9 @@ class PiflowSection(_Strict):
         description='Globs (relative to the project root) of workflow scripts, e.g. ["**/*.workflow.js"].',
     )
     store: str | None = Field(
-        default=None, description="Run store directory (relative paths are relative to this file)."
+        default=None,
+        description="Run store file (relative paths are relative to this file). In piflow.toml it must be "
+        "inside the project unless the user config trusts the project.",
     )
     trust_project: bool | None = Field(
         default=None,
@@ -78,7 +82,9 @@ class ScriptedSection(_Strict):
     """`[scripted]`: the deterministic backend's fixtures."""
 
     fixtures: str | None = Field(
-        default=None, description="Fixture file (relative paths are relative to this file)."
+        default=None,
+        description="Fixture file (relative paths are relative to this file). In piflow.toml it must be "
+        "inside the project unless the user config trusts the project.",
     )
 
 
@@ -122,12 +128,16 @@ class ProjectConfig:
 
 
 def find_project_root(start: Path | str) -> Path | None:
-    """The nearest directory at or above `start` (a file or directory) holding `piflow.toml`."""
+    """The nearest directory at or above `start` (a file or directory) holding `piflow.toml`.
+
+    Any `piflow.toml` counts, not only a regular file: reading a FIFO or a device there is then
+    a clear error instead of the project silently losing its settings.
+    """
     current = Path(start).resolve()
     if not current.is_dir():
         current = current.parent
     for directory in (current, *current.parents):
-        if (directory / PROJECT_CONFIG_NAME).is_file():
+        if (directory / PROJECT_CONFIG_NAME).exists():
             return directory
     return None
 
@@ -137,12 +147,22 @@ _SYNTAX_POSITION: Final = re.compile(r"\s*\(at line (\d+), column \d+\)|\s*\(at 
 
 def read_piflow_file(path: Path, allow_trusted_projects: bool) -> PiflowFile | None:
     """Parse and validate one piflow TOML file; None when it does not exist."""
+    read = _read_piflow_file(path, allow_trusted_projects)
+    return read[0] if read else None
+
+
+def _read_piflow_file(path: Path, allow_trusted_projects: bool) -> tuple[PiflowFile, str] | None:
+    """The validated file and its text (for the lines of later errors); None when missing."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, CONFIG_LIMIT)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as error:
+    except InvalidUtf8 as error:
+        raise WorkflowError("CONFIG_ERROR", str(error)) from None
+    except FileRefused as error:
         raise WorkflowError("CONFIG_ERROR", f"{path}:1: cannot read: {error}") from None
+    except OSError as error:
+        raise WorkflowError("CONFIG_ERROR", f"{path}:1: cannot read: {error.strerror or error}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -171,7 +191,7 @@ def read_piflow_file(path: Path, allow_trusted_projects: bool) -> PiflowFile | N
             line = _key_line(text, ("model_aliases", name))
             what = error.message.removesuffix(f" (settings: {path})")
             raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: {what}") from None
-    return parsed
+    return parsed, text
 
 
 def _describe(error: Mapping[str, Any], location: Sequence[Any]) -> str:
@@ -218,17 +238,37 @@ def _key_line(text: str, location: Sequence[Any]) -> int:
     return best_line
 
 
-def _resolve_against(file: Path, value: str) -> Path:
-    expanded = Path(expand_home(value))
-    return expanded if expanded.is_absolute() else (file.parent / expanded).resolve()
+_PATH_KEYS: Final = {"store": ("piflow", "store"), "fixtures": ("scripted", "fixtures")}
+"""The keys that choose where piflow writes (the store, and beside it worktrees and transcripts)
+or what it reads as fixtures: a project file may point them outside the project only when the
+user trusts the project."""
 
 
-def _trusted_paths(user: PiflowFile | None, user_path: Path) -> list[Path]:
+def _resolve_against(file: Path, value: str, environ: Mapping[str, str] | None) -> Path:
+    expanded = Path(expand_home(value, environ))
+    return (expanded if expanded.is_absolute() else file.parent / expanded).resolve()
+
+
+def _outside_project(
+    file: Path, text: str, key: str, setting: str, resolved: Path, root: Path, user_path: Path
+) -> WorkflowError:
+    dotted = ".".join(_PATH_KEYS[key])
+    return WorkflowError(
+        "CONFIG_ERROR",
+        f"{file}:{_key_line(text, _PATH_KEYS[key])}: {dotted} = {json.dumps(setting)} is outside the project "
+        f"{root} (resolved: {resolved}); a project's piflow.toml may choose paths outside the project only "
+        f"when you trust it: add {json.dumps(str(root))} to trusted_projects in {user_path}",
+    )
+
+
+def _trusted_paths(user: tuple[PiflowFile, str] | None, user_path: Path) -> list[Path]:
+    if user is None:
+        return []
     paths = []
-    for entry in (user.trusted_projects or []) if user else []:
+    for entry in user[0].trusted_projects or []:
         expanded = Path(expand_home(entry))
         if not expanded.is_absolute():
-            line = _key_line(user_path.read_text(encoding="utf-8"), ("trusted_projects",))
+            line = _key_line(user[1], ("trusted_projects",))
             raise WorkflowError(
                 "CONFIG_ERROR", f"{user_path}:{line}: trusted_projects entries must be absolute paths"
             )
@@ -246,15 +286,19 @@ def load_project_config(
     The project root is the nearest directory with `piflow.toml`, else `start` itself.
     Trust: a project is trusted when the user config lists it in `trusted_projects`, or its
     own piflow.toml says `trust_project = true`, or — when its piflow.toml says nothing —
-    the user config's `[piflow] trust_project = true`. Otherwise it is not trusted.
+    the user config's `[piflow] trust_project = true`. Otherwise it is not trusted. Paths the
+    project file chooses (store, fixtures) must be inside the project unless the user config
+    trusts it (`trusted_projects`, or `trust_project = true` there).
     """
     start_path = Path(start).resolve()
     found = find_project_root(start_path)
     root = found or (start_path if start_path.is_dir() else start_path.parent)
     project_path = root / PROJECT_CONFIG_NAME if found else None
     user_path = user_file if user_file is not None else user_config_path(environ)
-    project = read_piflow_file(project_path, allow_trusted_projects=False) if project_path else None
-    user = read_piflow_file(user_path, allow_trusted_projects=True)
+    project_read = _read_piflow_file(project_path, allow_trusted_projects=False) if project_path else None
+    user_read = _read_piflow_file(user_path, allow_trusted_projects=True)
+    project = project_read[0] if project_read else None
+    user = user_read[0] if user_read else None
 
     sources = [(file, path) for file, path in ((project, project_path), (user, user_path)) if file and path]
 
@@ -267,7 +311,8 @@ def load_project_config(
         return None
 
     trusted, reason = False, "no piflow.toml or user setting trusts this project"
-    if root in _trusted_paths(user, user_path):
+    listed = root in _trusted_paths(user_read, user_path)
+    if listed:
         trusted, reason = True, f"listed in trusted_projects of {user_path}"
     elif project is not None and project.piflow.trust_project is not None:
         trusted = project.piflow.trust_project
@@ -279,8 +324,23 @@ def load_project_config(
     backend = first(lambda file: file.piflow.backend)
     model = first(lambda file: file.piflow.model)
     scripts = first(lambda file: file.piflow.scripts)
-    store = first(lambda file: file.piflow.store)
-    fixtures = first(lambda file: file.scripted.fixtures)
+    # A project's own `trust_project = true` covers its .pi/ files, which live inside it; only
+    # the user can let it choose paths outside it.
+    user_trusted = listed or (user is not None and user.piflow.trust_project is True)
+
+    def place(key: str, value: tuple[str, Path] | None) -> Path | None:
+        """A path setting resolved against its file (symbolic links too), confined to the project
+        when it comes from the project file of a project the user does not trust."""
+        if value is None:
+            return None
+        setting, file = value
+        resolved = _resolve_against(file, setting, environ)
+        if project_read is None or file != project_path or user_trusted or resolved.is_relative_to(root):
+            return resolved
+        raise _outside_project(file, project_read[1], key, setting, resolved, root, user_path)
+
+    store = place("store", first(lambda file: file.piflow.store))
+    fixtures = place("fixtures", first(lambda file: file.scripted.fixtures))
     backends: dict[str, BackendName] = {}
     aliases: dict[str, str] = {}
     for file, _ in reversed(sources):
@@ -294,8 +354,8 @@ def load_project_config(
         model=model[0] if model else None,
         provider_backends=backends,
         scripts=tuple(scripts[0]) if scripts else DEFAULT_SCRIPT_GLOBS,
-        store=_resolve_against(store[1], store[0]) if store else None,
-        fixtures=_resolve_against(fixtures[1], fixtures[0]) if fixtures else None,
+        store=store,
+        fixtures=fixtures,
         model_aliases=aliases,
         trusted=trusted,
         trust_reason=reason,

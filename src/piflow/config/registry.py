@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from piflow.config.files import FileRefused, node_error_text, read_text_as_node
 from piflow.config.json_text import JsonDocument, JsonSyntaxError, parse_json_document
-from piflow.config.settings import node_error_text, read_text_as_node
 from piflow.errors import WorkflowError
 from piflow.jsvalues import is_js_integer, is_json_number
 
@@ -350,7 +350,7 @@ def load_model_registry(
     env = dict(os.environ if environ is None else environ)
     try:
         text = read_text_as_node(path_text)
-    except OSError as error:
+    except (OSError, FileRefused) as error:
         raise WorkflowError("CONFIG_ERROR", f"{path_text}: {node_error_text(error, path_text)}") from None
     if text is None:
         return ModelRegistry(Path(path_text), False, {}, env)

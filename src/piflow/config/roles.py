@@ -19,9 +19,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
+from piflow.config.files import CONFIG_LIMIT, FileRefused, node_error_text, read_bytes
 from piflow.config.model_refs import THINKING_LEVELS
 from piflow.config.resources import ResourcePolicy, validate_resource_policy
-from piflow.config.settings import node_error_text
 from piflow.errors import WorkflowError
 from piflow.jsvalues import JS_WHITESPACE, UNDEFINED, js_trim, utf16_length
 
@@ -290,8 +290,8 @@ def _read_role_dir(directory: Path) -> dict[str, tuple[RoleDefinition, Path]]:
             continue
         path = Path(entry.path)
         try:
-            content = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as error:
+            content = read_bytes(path, CONFIG_LIMIT).decode("utf-8", errors="replace")
+        except (OSError, FileRefused) as error:
             detail = node_error_text(error, str(path))
             raise WorkflowError("CONFIG_ERROR", f"Cannot read role file {path}: {detail}") from None
         roles[entry.name[: -len(".md")]] = (parse_role_markdown(content, True, str(path)), path)

@@ -7,7 +7,6 @@ codes and messages) and, when it writes model aliases, keeps every other key unt
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from piflow.config.files import FileRefused, node_error_text, read_text_as_node
 from piflow.config.json_text import JsonSyntaxError, parse_json_text
 from piflow.config.model_refs import parse_model_reference
 from piflow.config.resources import ResourcePolicy, validate_resource_policy
@@ -27,7 +27,6 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "WorkflowSettings",
     "load_settings",
-    "read_text_as_node",
     "save_model_aliases",
     "validate_model_aliases",
 ]
@@ -35,18 +34,6 @@ __all__ = [
 DEFAULT_CONCURRENCY: Final = 8
 SETTINGS_KEYS: Final = ("concurrency", "modelAliases", "disabledAgentResources")
 _ALIAS_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-
-# libuv's texts for the errors Node's readFileSync reports (`<CODE>: <text>, open '<path>'`).
-_LIBUV_TEXTS: Final = {
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.ENOTDIR: "not a directory",
-    errno.ELOOP: "too many symbolic links encountered",
-    errno.ENAMETOOLONG: "name too long",
-    errno.EIO: "i/o error",
-    errno.EMFILE: "too many open files",
-}
-
 
 @dataclass(frozen=True)
 class WorkflowSettings:
@@ -89,34 +76,11 @@ def validate_model_aliases(value: Any, settings_path: str = "workflow settings")
     return aliases
 
 
-def node_error_text(error: OSError, path: str) -> str:
-    """The message Node's `readFileSync(path)` gives for an OS error."""
-    if error.errno == errno.EISDIR:
-        return "EISDIR: illegal operation on a directory, read"
-    code = errno.errorcode.get(error.errno or 0, "EIO")
-    text = _LIBUV_TEXTS.get(error.errno or 0, (error.strerror or "unknown error").lower())
-    return f"{code}: {text}, open '{path}'"
-
-
-def read_text_as_node(path: str) -> str | None:
-    """Read a UTF-8 file as `readFileSync(path, "utf8")` does; None when it does not exist.
-
-    Invalid UTF-8 becomes U+FFFD and a byte order mark is kept, as in Node. Other OS errors
-    propagate as OSError.
-    """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
 def _read_settings_json(path: str) -> Any:
     """The parsed JSON of a settings file, UNDEFINED when the file is missing."""
     try:
         text = read_text_as_node(path)
-    except OSError as error:
+    except (OSError, FileRefused) as error:
         detail = node_error_text(error, path)
         raise WorkflowError("CONFIG_ERROR", f"Invalid workflow settings JSON at {path}: {detail}") from None
     if text is None:

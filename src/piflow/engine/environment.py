@@ -14,7 +14,7 @@ from piflow.config import (
     load_config,
     model_availability,
 )
-from piflow.config.project import ProjectConfig, find_project_root
+from piflow.config.project import ProjectConfig, find_project_root, load_project_config
 from piflow.engine.store import default_store_path
 
 
@@ -106,7 +106,16 @@ def project_root(start: str) -> str:
     return str(root if root is not None else Path(start).resolve())
 
 
-def store_path(cwd: str) -> Path:
-    """The run store of a project: `[piflow] store` from piflow.toml, else the XDG state location."""
-    config = load_config(cwd, tolerant=True)
-    return config.project.store or default_store_path(config.project_root)
+def store_path(cwd: str, *, tolerant: bool = False) -> Path:
+    """The run store of a project: `[piflow] store` from piflow.toml, else the XDG state location.
+
+    A broken piflow.toml (or one choosing a store it may not, outside an untrusted project)
+    raises its CONFIG_ERROR: a command would otherwise list another store's runs as if the
+    configured one were empty. `tolerant` (the language server, which shows the file's problems
+    as diagnostics) uses the default location instead, never the refused one.
+    """
+    if tolerant:
+        config = load_config(cwd, tolerant=True)
+        return config.project.store or default_store_path(config.project_root)
+    project = load_project_config(cwd)
+    return project.store or default_store_path(project.project_root)

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
 from piflow.analysis.analyze import analyze
+from piflow.analysis.script_file import read_script_file, unreadable_script
+from piflow.config.files import FileRefused
 from piflow.errors import WorkflowError
 from piflow.server import protocol
 from piflow.server.base import LanguageFeature, command_error
@@ -114,9 +116,10 @@ class Commands(LanguageFeature):
             text, findings = snapshot.text, list(snapshot.findings)
         else:
             try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as error:
-                raise WorkflowError("INVALID_SYNTAX", f"Cannot read {path}: {error.strerror}") from None
+                script = await self.server.run_in_thread(read_script_file, path)
+            except (OSError, FileRefused) as error:
+                raise WorkflowError("INVALID_SYNTAX", unreadable_script(path, error)) from None
+            text = script.launch_text()
             project = await self.server.get_feature(Projects).for_path(path)
             findings = await self.server.run_in_thread(analyze, text, project.capabilities, None, True)
         first = _first_error(findings)

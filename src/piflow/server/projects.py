@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.analysis.capabilities import Capabilities
-from piflow.config import PiflowConfig, RoleDefinition, capabilities, load_config, resolve_model_reference
+from piflow.config import PiflowConfig, RoleDefinition, load_config, resolve_model_reference
 from piflow.config.json_text import JsonSyntaxError, parse_json_document
 from piflow.config.paths import (
     PROJECT_CONFIG_NAME,
@@ -159,10 +159,10 @@ def load_project(root: Path) -> Project:
     except WorkflowError as error:  # tolerant loads collect problems; this is a last resort
         return Project(root, generation, None, Capabilities.create(verified_models=False), (error,))
     try:
-        store: Path | None = store_path(str(root))
+        store: Path | None = store_path(str(root), tolerant=True)
     except (WorkflowError, OSError):
         store = None
-    return Project(root, generation, config, capabilities(config), config.problems, store)
+    return Project(root, generation, config, Capabilities.from_config(config), config.problems, store)
 
 
 @dataclass

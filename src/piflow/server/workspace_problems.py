@@ -28,6 +28,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.analysis.document import ScriptDocument
+from piflow.analysis.script_file import read_script_file
+from piflow.config.files import FileRefused
 from piflow.server.base import LanguageFeature, PiflowServer, handler
 from piflow.server.checks import findings
 from piflow.server.diagnostics import Diagnostics, to_diagnostic
@@ -75,12 +77,13 @@ def check_file(path: Path, project: Project, utf8: bool, result_id: str) -> Disk
     the engine compile, which the file gets when it is opened); None when it cannot be read."""
     uri = from_fs_path(str(path)) or path.as_uri()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        script = read_script_file(path)
+    except (OSError, FileRefused):
         return None
-    buffer = ScriptDocument(text)
+    buffer = ScriptDocument(script.text)
     snapshot = Snapshot(uri, DocumentKind.SCRIPT, 0, buffer.index, utf8, project)
-    items = [to_diagnostic(snapshot, finding) for finding in findings(snapshot, buffer, compile=False)]
+    found = [*script.findings(), *findings(snapshot, buffer, compile=False)]
+    items = [to_diagnostic(snapshot, finding) for finding in found]
     return DiskReport(uri, result_id, items)
 
 

@@ -13,6 +13,7 @@ import anyio
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_text
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.errors import ERROR_CODES, WorkflowError
 
@@ -44,7 +45,9 @@ class Fixtures:
     def load(cls, path: str | Path) -> Fixtures:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, CONFIG_LIMIT)
+        except (FileRefused, InvalidUtf8) as exc:
+            raise WorkflowError("CONFIG_ERROR", f"Cannot read scripted fixtures: {exc}") from None
         except OSError as exc:
             raise WorkflowError("CONFIG_ERROR", f"Cannot read scripted fixtures {path}: {exc.strerror}") from None
         try:

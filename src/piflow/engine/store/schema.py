@@ -170,8 +170,50 @@ _V1: Final[Migration] = (
     """,
 )
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1,)
+APPLICATION_ID: Final = 0x7069666C
+"""`PRAGMA application_id` of a piflow run store ("pifl"): how piflow knows a file is its own."""
+
+_V2: Final[Migration] = (f"PRAGMA application_id = {APPLICATION_ID}",)
+
+_V3: Final[Migration] = ("ALTER TABLE journal ADD COLUMN kind TEXT",)
+"""Each journal entry names the kind of operation that recorded it (NULL for entries older than this),
+so a replay that meets another kind's outcome at a path fails instead of returning it."""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3)
 """Migration `i` takes a store from version `i` to version `i + 1`."""
+
+_V1_TABLES: Final = frozenset({"runs", "launches", "journal", "agents", "events", "leases"})
+
+
+def check_piflow_store(connection: sqlite3.Connection, location: str) -> None:
+    """Refuse a database that is not a piflow run store, before anything writes to it.
+
+    A store path can come from configuration, so it may name another application's database:
+    switching that to WAL or adding tables to it would damage it. piflow's own are marked with
+    `APPLICATION_ID`; besides those only an empty database (a new store) and a version-1 store
+    from before the mark (piflow's tables, no mark) are accepted. Reads only.
+    """
+    try:
+        application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+    except sqlite3.DatabaseError as error:
+        raise _not_a_store(location, f"not a SQLite database ({error})") from None
+    if application_id == APPLICATION_ID:
+        return
+    version = schema_version(connection)
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    objects = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if application_id == 0 and ((version == 0 and objects == 0) or (version == 1 and tables >= _V1_TABLES)):
+        return
+    what = f"application id {application_id:#x}" if application_id else f"tables {', '.join(sorted(tables)) or 'none'}"
+    raise _not_a_store(location, f"a SQLite database of another application ({what})")
+
+
+def _not_a_store(location: str, what: str) -> WorkflowError:
+    return WorkflowError(
+        "CONFIG_ERROR",
+        f"{location} is not a piflow run store: it is {what}. piflow leaves it untouched; "
+        "set [piflow] store in piflow.toml to a new file (or remove the setting to use the default store)",
+    )
 
 
 def schema_version(connection: sqlite3.Connection) -> int:

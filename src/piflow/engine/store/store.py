@@ -25,6 +25,7 @@ same thread would silently join it.
 from __future__ import annotations
 
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -34,7 +35,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from piflow.engine.events import BUDGET_EVENT
-from piflow.engine.journal import checkpoint_path
+from piflow.engine.journal import OperationKind, checkpoint_path
 from piflow.engine.store.location import create_private_file
 from piflow.engine.store.process import host_name, process_alive, process_start
 from piflow.engine.store.records import (
@@ -43,13 +44,15 @@ from piflow.engine.store.records import (
     AgentRecord,
     AttemptRecord,
     CheckpointRecord,
+    DamagedRecord,
     DecisionRecord,
     EventRecord,
     RunRecord,
+    StoreError,
     WorktreeRecord,
     check_state,
 )
-from piflow.engine.store.schema import migrate
+from piflow.engine.store.schema import check_piflow_store, migrate
 from piflow.engine.store.tables import (
     AGENTS,
     ATTEMPTS,
@@ -72,7 +75,9 @@ _AGENT_UPDATABLE: Final = frozenset(AGENTS.columns) - {"id", "run_id", "n", "cre
 _NO_LIMIT: Final = -1
 MIN_RUN_PREFIX: Final = 8
 """A run id prefix shorter than this names no run (ids are uuids: 8 hex digits rarely collide)."""
-_JOURNAL_INSERT: Final = "INSERT INTO journal (run_id, path, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_JOURNAL_INSERT: Final = (
+    "INSERT INTO journal (run_id, path, value, kind) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
 _LEASE_COLUMNS: Final = "owner_token, pid, host, pid_start, heartbeat_at"
 
 Subject = tuple[str, str]
@@ -101,12 +106,22 @@ class RunStore:
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, busy_timeout: float = 10.0) -> RunStore:
-        """Open (creating and migrating as needed) the store at `path`."""
+        """Open (creating and migrating as needed) the store at `path`.
+
+        A path that is not a regular file, or a database that is not piflow's, is refused
+        before SQLite writes anything to it (`check_piflow_store`).
+        """
         location = Path(path)
         try:
             create_private_file(location)
+            mode = location.stat().st_mode
         except OSError as exc:
-            raise WorkflowError("INTERNAL_ERROR", f"Cannot create the run store {location}: {exc}") from exc
+            raise StoreError(f"Cannot create the run store {location}: {exc}") from exc
+        if not stat.S_ISREG(mode):
+            raise WorkflowError(
+                "CONFIG_ERROR",
+                f"Run store {location} is not a regular file; set [piflow] store in piflow.toml to a file path",
+            )
         try:
             connection = sqlite3.connect(
                 location,
@@ -118,11 +133,12 @@ class RunStore:
         except sqlite3.Error as exc:
             raise _store_error(str(location), exc) from exc
         try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            check_piflow_store(connection, str(location))
+            journal = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(journal).lower() != "wal":
                 raise WorkflowError(
                     "INTERNAL_ERROR",
-                    f"Run store {location} cannot use write-ahead logging (journal mode {mode}); "
+                    f"Run store {location} cannot use write-ahead logging (journal mode {journal}); "
                     "configure a store path on a local file system",
                 )
             connection.execute("PRAGMA synchronous = NORMAL")
@@ -209,10 +225,8 @@ class RunStore:
                 self._undo(depth, name)
                 raise self._error(exc) from exc
 
-    def _doomed_error(self) -> WorkflowError:
-        return WorkflowError(
-            "INTERNAL_ERROR", f"Run store {self._location}: the batch was rolled back by an earlier error"
-        )
+    def _doomed_error(self) -> StoreError:
+        return StoreError(f"Run store {self._location}: the batch was rolled back by an earlier error")
 
     def _undo(self, depth: int, name: str | None) -> None:
         """Roll back what the failed scope at `depth` did, as far as SQLite left it to us."""
@@ -319,8 +333,14 @@ class RunStore:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def list_runs(self, cwd: str | None = None, script_path: str | None = None) -> list[RunRecord]:
-        """Runs, newest first, optionally only those launched in `cwd` and/or from `script_path`."""
+    def list_runs(
+        self, cwd: str | None = None, script_path: str | None = None, *, damaged: list[DamagedRecord] | None = None
+    ) -> list[RunRecord]:
+        """Runs, newest first, optionally only those launched in `cwd` and/or from `script_path`.
+
+        A run whose row cannot be read is left out (and added to `damaged` when given), so one
+        damaged row never hides the others.
+        """
         clauses: list[str] = []
         params: list[Any] = []
         if cwd is not None:
@@ -334,7 +354,14 @@ class RunStore:
             rows = connection.execute(
                 f"{RUNS.select}{where} ORDER BY created_at DESC, rowid DESC", params
             ).fetchall()
-        return [RUNS.decode(row) for row in rows]
+        records: list[RunRecord] = []
+        for row in rows:
+            try:
+                records.append(RUNS.decode(row))
+            except DamagedRecord as exc:
+                if damaged is not None:
+                    damaged.append(exc)
+        return records
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Change some of state, phase, error, budget, budget_version, usage, result, warnings.
@@ -416,9 +443,25 @@ class RunStore:
             ).fetchall()
         return {path: (text, size) for path, text, size in rows if path in wanted}
 
-    def journal_put(self, run_id: str, path: str, value: Any) -> None:
+    def operations(self, run_id: str) -> dict[str, tuple[str | None, Any]]:
+        """`path -> (kind, value)` of every journaled operation of the run (kind None: recorded before kinds)."""
+        with self._read(("run", run_id)) as connection:
+            rows = connection.execute(
+                "SELECT path, kind, value FROM journal WHERE run_id = ? ORDER BY rowid", (run_id,)
+            ).fetchall()
+        return {path: (kind, decode_optional(value)) for path, kind, value in rows}
+
+    def operation(self, run_id: str, path: str) -> tuple[str | None, Any] | None:
+        """`(kind, value)` of the operation journaled at `path`, or None (one row, for answers from elsewhere)."""
+        with self._read(("run", run_id)) as connection:
+            row = connection.execute(
+                "SELECT kind, value FROM journal WHERE run_id = ? AND path = ?", (run_id, path)
+            ).fetchone()
+        return None if row is None else (row[0], decode_optional(row[1]))
+
+    def journal_put(self, run_id: str, path: str, value: Any, kind: str | None = None) -> None:
         """Journal a completed operation; a path is stored once (`DUPLICATE_NAME` otherwise)."""
-        cursor = self._execute(_JOURNAL_INSERT, (run_id, path, encode_json(value)), ("run", run_id))
+        cursor = self._execute(_JOURNAL_INSERT, (run_id, path, encode_json(value), kind), ("run", run_id))
         if cursor.rowcount == 0:
             raise _duplicate_path(path)
 
@@ -512,7 +555,8 @@ class RunStore:
             if cursor.rowcount == 0:
                 self._require(connection, subject)
                 return False
-            if connection.execute(_JOURNAL_INSERT, (run_id, path, encode_json(bool(approved)))).rowcount == 0:
+            value = encode_json(bool(approved))
+            if connection.execute(_JOURNAL_INSERT, (run_id, path, value, OperationKind.CHECKPOINT)).rowcount == 0:
                 raise _duplicate_path(path)
             return True
 
@@ -745,6 +789,6 @@ def _owned(run_id: str, pid: int) -> WorkflowError:
     return WorkflowError("RUN_OWNED", f"Workflow run {run_id} is already owned by process {pid}")
 
 
-def _store_error(location: str, exc: sqlite3.Error) -> WorkflowError:
+def _store_error(location: str, exc: sqlite3.Error) -> StoreError:
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    return WorkflowError("INTERNAL_ERROR", f"Run store {location} failed: {exc} ({name})")
+    return StoreError(f"Run store {location} failed: {exc} ({name})")
