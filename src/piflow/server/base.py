@@ -12,19 +12,29 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import logging
+import os
+import socket
+import sys
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ParamSpec, TypeVar
 
+import attrs
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
 from piflow import __version__
 from piflow.errors import WorkflowError
 from piflow.server.protocol import COMMAND_ERROR_CODE, ClientOptions, InitializationOptions
+from piflow.server.wire import WireError, read_frames
 
 if TYPE_CHECKING:
     from piflow.server.documents import DocumentTable, OpenDocument
@@ -77,10 +87,124 @@ class LanguageFeature:
 
 
 class PiflowProtocol(LanguageServerProtocol):
-    """pygls' protocol with two changes: UTF-8 positions whenever the client offers them, and one
-    document table (the server's, with parse trees) instead of a second copy in pygls' workspace."""
+    """pygls' protocol with three changes: every frame is admitted by `receive` (so every request
+    gets exactly one response, as the LSP specification says), UTF-8 positions whenever the client
+    offers them, and one document table (the server's, with parse trees) instead of pygls' copy."""
 
     _server: PiflowServer
+    _initialize_received = False
+    _shutdown_received = False
+
+    # -- admission: what pygls would drop without a reply is answered here -------------------------
+    def receive(self, frame: bytes | WireError) -> None:
+        """Handle one frame from the wire: a message, or an error the reader found in the framing."""
+        if isinstance(frame, WireError):
+            self._refuse(None, frame.code, frame.message)
+            return
+        try:
+            message = json.loads(frame.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            self._refuse(
+                None,
+                types.ErrorCodes.ParseError,
+                f"Parse error: the message is not valid UTF-8 ({error.reason} at byte {error.start})",
+            )
+            return
+        except (ValueError, RecursionError) as error:
+            self._refuse(None, types.ErrorCodes.ParseError, f"Parse error: {error}")
+            return
+        if not isinstance(message, dict):
+            self._refuse(
+                None,
+                types.ErrorCodes.InvalidRequest,
+                "Invalid Request: a message must be a JSON object (LSP has no batches)",
+            )
+            return
+        msg_id = message.get("id")
+        valid_id = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+        if "method" not in message:
+            if valid_id and ("result" in message or "error" in message):
+                self._receive_response(message)
+            else:
+                reply_to = msg_id if valid_id else None
+                self._refuse(
+                    reply_to,
+                    types.ErrorCodes.InvalidRequest,
+                    "Invalid Request: neither a request, a notification nor a response",
+                )
+            return
+        method = message["method"]
+        if "id" not in message:
+            self._receive_notification(method, message)
+        elif not valid_id:
+            self._refuse(
+                None, types.ErrorCodes.InvalidRequest, "Invalid Request: the id must be an integer or a string"
+            )
+        else:
+            assert isinstance(msg_id, (int, str))
+            self._receive_request(msg_id, method, message)
+
+    def _receive_request(self, msg_id: int | str, method: Any, message: dict[str, Any]) -> None:
+        if message.get("jsonrpc") != self.VERSION or not isinstance(method, str):
+            self._refuse(
+                msg_id,
+                types.ErrorCodes.InvalidRequest,
+                'Invalid Request: "jsonrpc" must be "2.0" and "method" a string',
+            )
+        elif method == types.INITIALIZE and self._initialize_received:
+            self._refuse(msg_id, types.ErrorCodes.InvalidRequest, "Invalid Request: initialize was already received")
+        elif method != types.INITIALIZE and not self._initialize_received:
+            self._refuse(msg_id, types.ErrorCodes.ServerNotInitialized, "Server not initialized: send initialize first")
+        elif self._shutdown_received:
+            self._refuse(msg_id, types.ErrorCodes.InvalidRequest, "Invalid Request: the server is shutting down")
+        elif _is_notification(self.get_message_type(method)):
+            self._refuse(msg_id, types.ErrorCodes.MethodNotFound, f"{method} is a notification: send it without an id")
+        else:
+            request, invalid = self._structure(method, message, JsonRPCRequestMessage)
+            if request is None:
+                self._refuse(msg_id, types.ErrorCodes.InvalidParams, f"Invalid params for {method}: {invalid}")
+                return
+            self._initialize_received = True
+            if method == types.SHUTDOWN:
+                self._shutdown_received = True
+            self.handle_message(request)
+
+    def _receive_notification(self, method: Any, message: dict[str, Any]) -> None:
+        if message.get("jsonrpc") != self.VERSION or not isinstance(method, str):
+            log.warning("ignoring a malformed notification")
+        elif method != types.EXIT and (not self._initialize_received or self._shutdown_received):
+            log.warning("ignoring %s: the server is not initialized or is shutting down", method)
+        else:
+            notification, invalid = self._structure(method, message, JsonRPCNotification)
+            if notification is None:
+                log.warning("ignoring %s with invalid params: %s", method, invalid)
+            else:
+                self.handle_message(notification)
+
+    def _receive_response(self, message: dict[str, Any]) -> None:
+        """A client's answer to a server request; one that cannot be read fails the request's future."""
+        try:
+            response = self.structure_message(message)
+        except JsonRpcException as error:
+            future = self._request_futures.pop(message["id"], None)
+            if future is not None and not future.done():
+                future.set_exception(error)
+            return
+        self.handle_message(response)
+
+    def _structure(self, method: str, message: dict[str, Any], fallback: type[Any]) -> tuple[Any, str]:
+        """The typed message (lsprotocol's type for `method`), or None and why the params are wrong."""
+        kind = self.get_message_type(method)
+        if kind is None:  # a method lsprotocol does not know: params are optional
+            kind, message = fallback, {"params": None, **message}
+        try:
+            return self._converter.structure(message, kind), ""
+        except Exception as error:  # cattrs raises many kinds; all of them mean the params are wrong
+            return None, _describe_invalid(error)
+
+    def _refuse(self, msg_id: int | str | None, code: int, message: str) -> None:
+        log.warning("refused a message: %s", message)
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}})
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
@@ -101,7 +225,8 @@ class PiflowProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> None:
-        self._server.documents.change(params)
+        if params.content_changes:  # no change, no new version: requests wait for versions that come
+            self._server.documents.change(params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> None:
@@ -114,7 +239,7 @@ class PiflowServer(LanguageServer):
     protocol: PiflowProtocol
 
     def __init__(self) -> None:
-        super().__init__("piflow", __version__, protocol_cls=PiflowProtocol)
+        super().__init__("piflow", __version__, protocol_cls=PiflowProtocol, converter_factory=strict_converter)
         self._features: dict[type[LanguageFeature], LanguageFeature] = {}
         self.options = ClientOptions()
         self.utf8 = False
@@ -128,6 +253,55 @@ class PiflowServer(LanguageServer):
         self.feature(types.INITIALIZE)(_plain(self._initialize))
         self.feature(types.INITIALIZED)(_plain(self._initialized))
         self.feature(types.SHUTDOWN)(_plain_async(self._shutdown))
+
+    # -- transport ----------------------------------------------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve LSP on stdio until `exit` (which ends the process with the code LSP prescribes) or EOF."""
+        self._serve_stream(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve one client that connects to `host:port`, as on stdio."""
+        with socket.create_server((host, port)) as listener:
+            connection, _ = listener.accept()
+        with connection, connection.makefile("rb") as reader, connection.makefile("wb") as writer:
+            self._serve_stream(reader, writer)
+
+    def _serve_stream(self, reader: BinaryIO, writer: BinaryIO) -> None:
+        # The reading thread gets a reader of its own on a copy of the descriptor: blocked in a read
+        # when the process exits, it must hold no lock that interpreter shutdown takes (sys.stdin's).
+        reader = os.fdopen(os.dup(reader.fileno()), "rb")
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(writer))
+        try:
+            asyncio.run(self._receive(reader))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: shutting down")
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]  # pygls' own cleanup (stop event, thread pool)
+
+    async def _receive(self, reader: BinaryIO) -> None:
+        """Feed the protocol the frames a daemon thread reads (see `piflow.server.wire`), one at a time."""
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue[bytes | WireError | None] = asyncio.Queue(maxsize=16)
+
+        def pump() -> None:
+            try:
+                for frame in read_frames(reader):
+                    asyncio.run_coroutine_threadsafe(inbox.put(frame), loop).result()
+            except (OSError, ValueError, RuntimeError) as error:  # the stream or the loop closed
+                log.debug("reading the client stopped: %s", error)
+            finally:
+                with contextlib.suppress(RuntimeError):
+                    asyncio.run_coroutine_threadsafe(inbox.put(None), loop)
+
+        threading.Thread(target=pump, name="piflow-wire", daemon=True).start()
+        while (frame := await inbox.get()) is not None:
+            try:
+                self.protocol.receive(frame)
+            except Exception:  # a bug costs one message, never the connection
+                log.exception("handling a message failed")
 
     # -- features -----------------------------------------------------------------------------
     def add_feature(self, feature: LanguageFeature) -> None:
@@ -245,6 +419,51 @@ class PiflowServer(LanguageServer):
         """Send a `piflow/*` notification, only to clients that opted in."""
         if self.options.custom_notifications:
             self.protocol.notify(method, params)
+
+
+def _is_notification(kind: type[Any] | None) -> bool:
+    """Whether lsprotocol defines the method as a notification (its message has no id)."""
+    return kind is not None and attrs.has(kind) and "id" not in attrs.fields_dict(kind)
+
+
+def strict_converter() -> cattrs.Converter:
+    """pygls' converter, minus coercion: `"3"`, `1.5` or `true` is not a line, `5` is not a URI.
+
+    cattrs would call `int()`/`str()`/`bool()` on whatever came; a wrong type must be InvalidParams.
+    """
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    for kind in (int, str, bool):
+        converter.register_structure_hook(kind, _exactly(kind))
+    converter.register_structure_hook(float, _number)
+    return converter
+
+
+def _exactly(kind: type[Any]) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+def _number(value: Any, _: Any) -> float:
+    if type(value) not in (int, float):
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _describe_invalid(error: Exception) -> str:
+    """What is wrong with a message's params, where (`$.params.position.line`), in one line."""
+    if isinstance(error, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(error, format_exception=_leaf))[:500]
+    return _leaf(error, None)[:500]
+
+
+def _leaf(error: BaseException, kind: Any) -> str:
+    if isinstance(error, KeyError):
+        return "required field missing"
+    return str(error) or type(error).__name__
 
 
 def _malloc_trim() -> None:
