@@ -6,8 +6,8 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -20,10 +20,13 @@ from piflow.config.files import FileRefused
 from piflow.engine import events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
+from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
+from piflow.engine.lifecycle import ENDED
+from piflow.engine.owner import start_owner
 from piflow.engine.progress import format_progress
 from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
-from piflow.engine.views import attention_key, run_summary, run_view
+from piflow.engine.views import attention_key, observed_run, run_summary, run_view
 from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError, format_workflow_failure
 
@@ -38,7 +41,7 @@ _STATE_WORDS: Final = {
     "awaiting_input": "waiting for a checkpoint answer: `piflow approve|reject {id} NAME`",
     "completed": "completed",
     "failed": "failed",
-    "stopped": "stopped",
+    "stopped": "stopped (final: a stopped run cannot be resumed; start it again with `piflow run`)",
     "interrupted": "interrupted (its process ended): continue with `piflow resume {id}`",
     "budget_exhausted": "stopped at its budget: raise it with `piflow resume {id} --budget PATCH`",
 }
@@ -235,38 +238,24 @@ def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
             error = WorkflowError(view["error"]["code"], view["error"]["message"])
             out.write(f"{view['state']}: {error.code}: {format_workflow_failure(error)}\n")
         else:
-            out.write(f"{view['state']}: resume with `piflow resume {run_id[:8]}`\n")
+            out.write(state_in_words(view["state"], run_id) + "\n")
     return 0 if view["state"] in _SUCCESS_STATES else 1
 
 
 def _detach(argv: list[str]) -> int:
     """Start an owner process for the run and return as soon as it reports the run id."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "piflow", *argv, "--owner-process"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        text=True,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline().strip()
-    child.stdout.close()
-    if not line.startswith("{"):
-        print("piflow: the background run did not start", file=sys.stderr)
-        return 2
-    reply = json.loads(line)
+    reply = start_owner(argv)
     if "error" in reply:
         code = reply["error"].get("code")
         print(f"piflow: {code + ': ' if code else ''}{reply['error']['message']}", file=sys.stderr)
         return 2
-    print(reply["runId"])
+    print(reply.get("message") or reply["runId"])
     return 0
 
 
-def _owner_started(run_id: str) -> None:
-    """Tell the detaching parent the id, then stop writing to its pipe."""
-    sys.stdout.write(json.dumps({"runId": run_id}) + "\n")
+def _owner_started(reply: dict[str, Any]) -> None:
+    """Tell the detaching parent the id (and state), then stop writing to its pipe."""
+    sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
@@ -277,7 +266,7 @@ async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
     args.owned = run_id
     try:
         if args.owner_process:
-            _owner_started(run_id)
+            _owner_started({"runId": run_id, "state": "running"})
             await engine.wait(run_id)
             return 0
         write_on(sys.stdout, run_id + "\n")
@@ -298,6 +287,7 @@ async def _owning(action: Any, args: argparse.Namespace) -> int:
     args.owned = None
     received: list[int] = []
     results: list[int] = []
+    refused: list[WorkflowError | UsageError] = []
     with anyio.open_signal_receiver(*_INTERRUPTIONS) as signals:  # open until the engine has shut down
         async with anyio.create_task_group() as tasks:
             async def watch() -> None:
@@ -307,8 +297,13 @@ async def _owning(action: Any, args: argparse.Namespace) -> int:
                     return
 
             tasks.start_soon(watch)
-            results.append(await action(args))
+            try:
+                results.append(await action(args))
+            except (WorkflowError, UsageError) as exc:  # raised as itself, not in an exception group
+                refused.append(exc)
             tasks.cancel_scope.cancel()
+    if refused:
+        raise refused[0]
     if not received:
         return results[0]
     name = signal.Signals(received[0]).name
@@ -333,7 +328,7 @@ async def _run(args: argparse.Namespace) -> int:
     if (args.script is None) == (args.workflow is None):
         raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
     script_path = Path(args.script).resolve() if args.script else None
-    script = read_script(args.script) if args.script else ""
+    script = args.script_text if args.script_text is not None else read_script(args.script) if args.script else ""
     cwd = project_root(str(script_path.parent) if script_path else os.getcwd())
     if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
         print("piflow: no backend configured, agents answer from the scripted backend "
@@ -363,6 +358,9 @@ async def _resume(args: argparse.Namespace) -> int:
         async with Engine(store) as engine:
             reply = await engine.resume(run_id, _json_arg(args.budget, "budget"))
             run_id = reply["runId"]
+            if args.owner_process and ("proposalId" in reply or run_id not in engine.active):
+                _owner_started(reply)  # answered without this process owning the run
+                return 0
             if "proposalId" in reply:
                 print(reply["message"])
                 return 0
@@ -394,12 +392,20 @@ async def _budget(args: argparse.Namespace) -> int:
         run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
             reply = engine.respond(run_id, proposal_id=args.proposal, approved=args.decision == "approve")
-            print(json.dumps(reply))
+            if args.owner_process and reply.get("state") != "running":
+                _owner_started({"runId": run_id, **reply})
+                return 0
+            if not args.owner_process:
+                print(json.dumps(reply))
             if reply.get("state") != "running":
                 return 0 if reply.get("reason") == "rejected" else 1
             with anyio.fail_after(10):
                 while run_id not in engine.active:
                     await anyio.sleep(0.01)
+            if args.owner_process:
+                _owner_started({"runId": run_id, **reply})
+                await engine.wait(run_id)
+                return 0
             await follow(engine, run_id, out=sys.stdout, quiet=False)
             return _finish(engine, run_id, as_json=False, out=sys.stdout)
 
@@ -412,10 +418,9 @@ def _runs(args: argparse.Namespace) -> int:
     damaged_runs: dict[str, str] = {}
     if path.exists():
         with RunStore.open(path) as store:
-            Engine(store).recover()
             for record in store.list_runs(damaged=damaged):
                 try:
-                    summaries.append(run_summary(record, store.agents(record.id)))
+                    summaries.append(run_summary(observed_run(store, record), store.agents(record.id)))
                 except DamagedRecord as exc:  # one of its agents
                     damaged_runs[record.id] = exc.message
     damaged_runs.update((d.key, d.message) for d in damaged)
@@ -466,7 +471,8 @@ def _show(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
-        Engine(store).recover()
+        if args.follow:
+            return int(anyio.run(_follow_events, store.location, run_id))
         try:
             view = run_view(store, run_id, details=True)
         except DamagedRecord as exc:
@@ -476,6 +482,34 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2, ensure_ascii=False))
         return 0
     print(format_run(view))
+    return 0
+
+
+_LIVENESS_SECONDS: Final = 1.0
+"""How often `show --follow` checks, without news, that the run's owner is still alive."""
+
+
+async def _follow_events(path: Path, run_id: str) -> int:
+    """`piflow show RUN --follow`: the run's events from its start, a line each, as they are
+    committed (through the change feed), until the run ends or its owner dies; then the run."""
+    feed = ChangeFeed(path, after_seq=0)
+    printer = ProgressPrinter(feed.store, run_id, sys.stdout, interactive=False)
+    checked = 0.0
+    try:
+        while True:
+            if feed.changed() or time.monotonic() - checked > _LIVENESS_SECONDS:
+                checked = time.monotonic()
+                record = feed.store.get_run(run_id)
+                over = record is None or record.state in ENDED or feed.store.lease_owner(run_id) is None
+                while batch := feed.read(run_id):  # after the check: a run that ended has all its events in
+                    for event in batch:
+                        printer.on_event(events.Event(event.seq, event.run_id, event.type, event.payload))
+                if over:
+                    break
+            await anyio.sleep(FEED_INTERVAL)
+        write_on(sys.stdout, format_run(run_view(feed.store, run_id, details=True)) + "\n")
+    finally:
+        feed.close()
     return 0
 
 
@@ -543,6 +577,7 @@ def register(commands: Any) -> None:
     run.add_argument("--answer", action="append", metavar="NAME=approve|reject",
                      help="answer a checkpoint by label without asking (repeatable)")
     run.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    run.add_argument("--script-stdin", action="store_true", help=argparse.SUPPRESS)  # an editor's unsaved text
     run.set_defaults(handler=lambda a: _detach_or(a, _run))
 
     resume = commands.add_parser("resume", help="resume an interrupted, paused or budget-exhausted run")
@@ -562,6 +597,7 @@ def register(commands: Any) -> None:
     show = commands.add_parser("show", help="show a run")
     show.add_argument("run")
     show.add_argument("--json", action="store_true")
+    show.add_argument("--follow", action="store_true", help="print the run's events as they happen until it ends")
     show.set_defaults(handler=_show)
 
     for action in ("pause", "stop"):
@@ -578,7 +614,9 @@ def register(commands: Any) -> None:
     budget.add_argument("decision", choices=("approve", "reject"))
     budget.add_argument("run")
     budget.add_argument("proposal")
-    budget.set_defaults(handler=lambda a: anyio.run(_budget, a))
+    budget.add_argument("--detach", action="store_true", help="resume an approved run in the background")
+    budget.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    budget.set_defaults(handler=lambda a: _detach_or(a, _budget), json=False, answer=None)
 
 
 def _detach_or(args: argparse.Namespace, action: Any) -> int:
@@ -586,7 +624,8 @@ def _detach_or(args: argparse.Namespace, action: Any) -> int:
     args.answers = _answers(args.answer)
     for what in ("args", "budget"):
         _json_arg(getattr(args, what, None), what)
-    if getattr(args, "script", None):
+    args.script_text = sys.stdin.read() if getattr(args, "script_stdin", False) else None
+    if getattr(args, "script", None) and args.script_text is None:
         read_script(args.script)
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from jsonschema.validators import validator_for
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
+from piflow.engine.journal import OperationKind
 from piflow.engine.prompts import attempt_prompt
 from piflow.engine.resolution import AgentSpec, resolve_model
 from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered
@@ -20,7 +22,7 @@ from piflow.engine.store import AgentRecord, AttemptRecord
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
-    from piflow.engine.runs import ActiveRun
+    from piflow.engine.runs import ActiveRun, GroupCommit
 
 OUTCOME_CODES = frozenset({"AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"})
 _NOT_RETRIED = frozenset({"CANCELLED", "WORKTREE_FAILED", "RESUME_INCOMPATIBLE", "BUDGET_EXHAUSTED"})
@@ -30,6 +32,24 @@ def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
     """Check a result against its output schema (draft 7 unless the schema names another)."""
     cls = validator_for(schema, default=Draft7Validator)
     return bool(cls(schema).is_valid(value))
+
+
+def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:
+    """The `agent-state-changed` fields of an agent now in `rec.state` (spec I)."""
+    payload: dict[str, Any] = {
+        "agentId": rec.id,
+        "displayLabel": rec.label or rec.name,
+        "structuralPath": rec.structural_path,
+        "state": rec.state,
+        "attempt": rec.attempts,
+    }
+    if rec.role is not None:
+        payload["role"] = rec.role
+    if rec.worktree_owner is not None:
+        payload["worktreeOwner"] = rec.worktree_owner
+    if previous is not None:
+        payload["previousState"] = previous
+    return payload
 
 
 class _Control:
@@ -84,6 +104,7 @@ class AgentRunner:
         run: ActiveRun,
         spec: AgentSpec,
         task: str,
+        kind: OperationKind,
         journal_path: str,
         structural_path: list[str],
         worktree_owner: str | None,
@@ -92,7 +113,9 @@ class AgentRunner:
         self.run = run
         self.spec = spec
         self.task = task
+        self.kind = kind
         self.journal_path = journal_path
+        self._commits: list[GroupCommit] = []
         self.conversation = conversation
         n = run.next_agent_number()
         now = time.time()
@@ -128,25 +151,29 @@ class AgentRunner:
             run.store.put_agent(record)
             self._emit_state(None, record)
 
-        run.stage(create)
+        self._stage(create)
         run.agents[self.record.id] = self
 
     # -- record keeping ----------------------------------------------------------------------
+    def _stage(self, write: Callable[[], None]) -> None:
+        commit = self.run.stage(write)
+        if not self._commits or self._commits[-1] is not commit:
+            self._commits.append(commit)
+
+    async def _commit(self) -> None:
+        """Wait until this agent's staged writes are committed; raise the first commit's failure."""
+        commits, self._commits = self._commits, []
+        failure: WorkflowError | None = None
+        for commit in commits:
+            try:
+                await commit.wait()
+            except WorkflowError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
     def _emit_state(self, previous: str | None, rec: AgentRecord) -> None:
-        payload: dict[str, Any] = {
-            "agentId": rec.id,
-            "displayLabel": rec.label or rec.name,
-            "structuralPath": rec.structural_path,
-            "state": rec.state,
-            "attempt": rec.attempts,
-        }
-        if rec.role is not None:
-            payload["role"] = rec.role
-        if rec.worktree_owner is not None:
-            payload["worktreeOwner"] = rec.worktree_owner
-        if previous is not None:
-            payload["previousState"] = previous
-        self.run.emit(events.AGENT_STATE_CHANGED, payload)
+        self.run.emit(events.AGENT_STATE_CHANGED, agent_state_payload(rec, previous))
 
     def _update(self, **fields: Any) -> None:
         """Stage a change of this agent's record (and its state event when state or attempts change)."""
@@ -159,7 +186,7 @@ class AgentRunner:
             if "state" in fields or "attempts" in fields:
                 self._emit_state(previous, record)
 
-        run.stage(write)
+        self._stage(write)
 
     def account(self, usage: Usage) -> None:
         rec = self.record
@@ -217,8 +244,8 @@ class AgentRunner:
             state="failed", activity=None, error={"code": error.code, "message": error.message},
             **self._accounting_fields(),
         )
-        self.run.stage(self.run.persist_usage)
-        await self.run.commit()
+        self._stage(self.run.persist_usage)
+        await self._commit()
         failed_at = self.journal_path if error.code in OUTCOME_CODES else None
         return WorkflowError(error.code, error.message, failed_at=failed_at)
 
@@ -340,14 +367,13 @@ class AgentRunner:
                     transcript_path=control.transcript_path,
                     session_id=control.session_id,
             )
-            run.stage(lambda: run.store.put_attempt(attempt_record))
+            self._stage(lambda: run.store.put_attempt(attempt_record))
         if error is not None:
             raise error
         if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
             raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
-        run.journal[self.journal_path] = value
-        run.stage(lambda: run.store.journal_put(run.id, self.journal_path, value))
+        self._stage(lambda: run.operations.record(self.kind, self.journal_path, value))
         self._update(state="completed", activity=None, **self._accounting_fields())
-        run.stage(run.persist_usage)
-        await run.commit()
+        self._stage(run.persist_usage)
+        await self._commit()
         return value

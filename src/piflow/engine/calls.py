@@ -10,7 +10,7 @@ import anyio
 
 from piflow.engine import events
 from piflow.engine.agents import AgentRunner
-from piflow.engine.journal import agent_path, conversation_id, turn_path
+from piflow.engine.journal import OperationKind, agent_path, conversation_id, turn_path
 from piflow.engine.resolution import resolve_agent
 from piflow.errors import WorkflowError
 
@@ -96,7 +96,7 @@ class CallServer:
         options = {} if options is None else options
         identity = call["identity"]
         path = agent_path(identity["path"], identity["callSite"], identity["occurrence"])
-        return await self.run_agent(prompt, options, path, identity, None, "agent")
+        return await self.run_agent(prompt, options, OperationKind.AGENT, path, identity, None)
 
     async def _turn(self, call: dict[str, Any]) -> Any:
         prompt = call.get("prompt")
@@ -105,27 +105,30 @@ class CallServer:
         convo = call["conversation"]
         cid = conversation_id(convo["name"], convo["path"], convo["callSite"], convo["occurrence"])
         path = turn_path(cid, call["turn"])
-        return await self.run_agent(prompt, call.get("options") or {}, path, convo, cid, "conversation")
+        return await self.run_agent(prompt, call.get("options") or {}, OperationKind.TURN, path, convo, cid)
 
     async def run_agent(
         self,
         prompt: str,
         options: Any,
+        kind: OperationKind,
         path: str,
         identity: dict[str, Any],
         conversation: str | None,
-        noun: str,
     ) -> Any:
+        """An agent or conversation turn: its journaled value on replay, else a new agent run to a value."""
         run = self.run
-        if path in run.journal:
-            return run.journal[path]
-        spec = resolve_agent(options, run.resolution, noun)
+        recorded = run.operations.check(kind, path)
+        if recorded is not None:
+            return recorded.value
+        spec = resolve_agent(options, run.resolution, "conversation" if kind is OperationKind.TURN else "agent")
         await run.lifecycle.enter()
         try:
             runner = AgentRunner(
                 run,
                 spec,
                 prompt,
+                kind,
                 path,
                 list(identity.get("path") or []),
                 identity.get("worktreeOwner"),

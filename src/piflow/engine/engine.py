@@ -21,6 +21,7 @@ from piflow.analysis.budget import (
     validate_budget_patch,
 )
 from piflow.engine import events
+from piflow.engine.agents import agent_state_payload
 from piflow.engine.backends import create_backend
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
@@ -297,7 +298,9 @@ class Engine:
         elif self._remote_owner(record.id) is not None:
             self._request_remote(record.id, "stop")
         else:
-            self._set_stored_state(record, "stopped", "stopped")
+            with self.store.batch():
+                self._set_stored_state(record, "stopped", "stopped")
+                self._cancel_abandoned_agents(record)
         return {"runId": record.id, "state": "stopped", "stopped": True}
 
     def _set_stored_state(self, record: RunRecord, state: str, reason: str) -> None:
@@ -306,6 +309,16 @@ class Engine:
             self.store.append_event(record.id, events.RUN_STATE_CHANGED, {
                 **base_payload(record), "previousState": record.state, "state": state, "reason": reason,
             })
+
+    def _cancel_abandoned_agents(self, record: RunRecord) -> None:
+        """Agents a dead owner left unsettled are cancelled (with their events) before the run goes on or ends."""
+        error = {"code": "CANCELLED", "message": "Agent cancelled: its run's process ended"}
+        with self.store.batch():
+            for agent in self.store.cancel_unsettled_agents(record.id, error):
+                cancelled = replace(agent, state="cancelled", activity=None, error=error)
+                self.store.append_event(record.id, events.AGENT_STATE_CHANGED, {
+                    **base_payload(record), **agent_state_payload(cancelled, agent.state),
+                })
 
     def respond(
         self, run_id: str, *, name: str | None = None, proposal_id: str | None = None, approved: bool
@@ -360,6 +373,7 @@ class Engine:
         snapshot, warning = check_cold_resume(snapshot, env)
         self.store.replace_snapshot(record.id, snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
+        self._cancel_abandoned_agents(record)
         if version is not None:
             self.store.update_run(record.id, budget=budget or None, budget_version=version)
         stored = self.store.get_run(record.id)

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from enum import StrEnum
 from functools import lru_cache
+from typing import Final
 from urllib.parse import quote
 
 from piflow.errors import WorkflowError
 
 _SAFE = "-_.!~*'()"
+
+
+class OperationKind(StrEnum):
+    """What recorded a journal entry: every replayable step is one of these (spec G.2)."""
+
+    AGENT = "agent"
+    TURN = "turn"
+    FUNCTION = "function"
+    CHECKPOINT = "checkpoint"
+
+_CALL_SITE: Final = re.compile(r"callsite%3A(\d+)%3A(\d+)")
 
 
 @lru_cache(maxsize=65536)
@@ -26,6 +40,19 @@ def structural_path(*parts: str) -> str:
 
 def agent_path(path: Sequence[str], call_site: str, occurrence: int) -> str:
     return structural_path("agent", *path, f"callsite:{call_site}", f"occurrence:{occurrence}")
+
+
+def call_site_of(journal_path: str) -> tuple[int, int] | None:
+    """The call site `(start, end)` (UTF-16 offsets into the launched body, spec A.3) that an agent's
+    or a conversation turn's journal path names; None for other paths.
+
+    The last `callsite:` component is the call's own (a parallel task may be named like one).
+    """
+    for part in reversed(journal_path.split("/")):
+        match = _CALL_SITE.fullmatch(part)
+        if match is not None:
+            return int(match.group(1)), int(match.group(2))
+    return None
 
 
 def conversation_id(name: str, path: Sequence[str], call_site: str, occurrence: int) -> str:

@@ -22,8 +22,9 @@ from piflow.engine.extensions import (
     resolve_variables,
     run_function,
 )
-from piflow.engine.journal import agent_path, checkpoint_path, function_path
+from piflow.engine.journal import OperationKind, agent_path, checkpoint_path, function_path
 from piflow.engine.lifecycle import RunLifecycle
+from piflow.engine.operations import Operations
 from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore, StoreError
@@ -32,6 +33,26 @@ from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
 
 _CLOCK_STATES = frozenset({"running", "pausing"})
+
+
+class GroupCommit:
+    """One group commit: the writes staged in one event-loop tick, and how their transaction ended.
+
+    Each commit fails or succeeds on its own: a failed one fails only the operations whose writes
+    it held, and the next one starts clean.
+    """
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: WorkflowError | None = None
+
+    async def wait(self) -> None:
+        """Return once committed; raise what made the commit fail."""
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
 
 
 class ActiveRun:
@@ -66,7 +87,7 @@ class ActiveRun:
         self.resumed = resumed
         self._notify = notify
         self.extensions = extensions
-        self.journal: dict[str, Any] = store.journal(record.id)
+        self.operations = Operations(store, record.id)
         self.agents: dict[str, Any] = {}
         self.phase = record.phase
         self.error: dict[str, Any] | None = None
@@ -81,8 +102,7 @@ class ActiveRun:
         self._batch_depth = 0
         self._staged: list[Callable[[], None]] = []
         self._stage_ready = anyio.Event()
-        self._flushed = anyio.Event()
-        self._flush_error: WorkflowError | None = None
+        self._next_commit = GroupCommit()
         self._agent_counter: int | None = None
         self._pending: list[events.Event] = []
         self._progress_listeners: list[Callable[[ActiveRun], None]] = []
@@ -100,7 +120,7 @@ class ActiveRun:
     # -- persistence helpers ----------------------------------------------------------------
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """One transaction; events are published only after it commits."""
+        """One transaction; events are published and operations replayable only after it commits."""
         self._batch_depth += 1
         try:
             with self.store.batch():
@@ -108,12 +128,14 @@ class ActiveRun:
         except BaseException as exc:
             if self._batch_depth == 1:
                 self._pending.clear()
+                self.operations.rolled_back()
             if isinstance(exc, StoreError):
                 self.store_failed(exc)
             raise
         finally:
             self._batch_depth -= 1
         if self._batch_depth == 0:
+            self.operations.committed()
             pending, self._pending = self._pending, []
             for event in pending:
                 self.bus.publish(event)
@@ -140,33 +162,29 @@ class ActiveRun:
             self._publish(published)
 
     # -- group commit ------------------------------------------------------------------------
-    def stage(self, write: Callable[[], None]) -> None:
+    def stage(self, write: Callable[[], None]) -> GroupCommit:
         """Queue store writes; everything staged in one event-loop tick commits in one transaction.
 
-        Agents stage their bookkeeping here and `await commit()` before a result reaches the
-        script, so a journaled value is durable before anything depends on it.
+        Agents stage their bookkeeping here and wait for the returned commit before a result
+        reaches the script, so a journaled value is durable before anything depends on it.
         """
         self._staged.append(write)
         self._stage_ready.set()
-
-    async def commit(self) -> None:
-        """Return once everything staged so far is committed (raise what the commit raised)."""
-        if self._staged:
-            await self._flushed.wait()
-        if self._flush_error is not None:
-            raise self._flush_error
+        return self._next_commit
 
     def flush(self) -> None:
         writes, self._staged = self._staged, []
-        flushed, self._flushed = self._flushed, anyio.Event()
+        if not writes:
+            return
+        commit, self._next_commit = self._next_commit, GroupCommit()
         try:
             with self.batch():
                 for write in writes:
                     write()
-        except WorkflowError as exc:  # e.g. a full disk: every waiter of this flush fails with it
-            self._flush_error = exc
+        except WorkflowError as exc:  # rolled back whole: every waiter of this commit fails with it
+            commit.error = exc
         finally:
-            flushed.set()
+            commit.done.set()
 
     async def write_forever(self) -> None:
         while True:
@@ -183,10 +201,6 @@ class ActiveRun:
 
     def persist_usage(self) -> None:
         self.store.update_run(self.id, usage=self.budget.snapshot_usage())
-
-    def journal_put(self, path: str, value: Any) -> None:
-        self.store.journal_put(self.id, path, value)
-        self.journal[path] = value
 
     def on_progress(self, listener: Callable[[ActiveRun], None]) -> None:
         self._progress_listeners.append(listener)
@@ -248,8 +262,9 @@ class ActiveRun:
 
         checked = validate_checkpoint(value)
         path = checkpoint_path(label)
-        if path in self.journal:
-            return "approved" if self.journal[path] else "rejected"
+        answered = self.operations.check(OperationKind.CHECKPOINT, path)
+        if answered is not None:
+            return "approved" if answered.value else "rejected"
         prompt, context = checked["prompt"], checked["context"]
         waiter = self.waiting_checkpoints.setdefault(label, anyio.Event())
         with self.batch():
@@ -261,12 +276,11 @@ class ActiveRun:
         self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context), "checkpoint")
         self.sync_checkpoints()
         await waiter.wait()
-        answer = self.store.journal(self.id).get(path)
-        self.journal[path] = bool(answer)
+        answer = self.operations.refresh(OperationKind.CHECKPOINT, path)
         self.waiting_checkpoints.pop(label, None)
         if not self.store.awaiting_checkpoints(self.id):
             self.lifecycle.resolve_awaiting_input()
-        return "approved" if answer else "rejected"
+        return "approved" if answer is not None and answer.value else "rejected"
 
     def sync_checkpoints(self) -> None:
         """Wake waiters whose checkpoint was answered (here or by another process)."""
@@ -288,7 +302,7 @@ class ActiveRun:
             call_site = f"function:{caller}"
             identity = {"path": [], "callSite": call_site, "occurrence": n}
             path = agent_path([], call_site, n)
-            return await server.run_agent(prompt, options or {}, path, identity, None, "agent")
+            return await server.run_agent(prompt, options or {}, OperationKind.AGENT, path, identity, None)
 
         run = {"cwd": self.cwd, "runId": self.id, "workflow": self.workflow_name, "args": self.snapshot.get("args")}
         return FunctionContext(run=run, agent=agent, log=server.log, phase=server.phase)
@@ -302,8 +316,9 @@ class ActiveRun:
         check_input(function, call.get("input"))
         identity = call["identity"]
         path = function_path(identity["path"], function.name, identity["occurrence"])
-        if path in self.journal:
-            return check_replay(function, self.journal[path])
+        recorded = self.operations.check(OperationKind.FUNCTION, path)
+        if recorded is not None:
+            return check_replay(function, recorded.value)
         try:
             value = await run_function(function, call["input"], self.function_context(server, path))
         except WorkflowError as exc:
@@ -311,7 +326,7 @@ class ActiveRun:
                 raise WorkflowError(exc.code, exc.message, failed_at=function.name) from None
             raise
         with self.batch():
-            self.journal_put(path, value)
+            self.operations.record(OperationKind.FUNCTION, path, value)
         return value
 
     # -- execution ---------------------------------------------------------------------------

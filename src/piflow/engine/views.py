@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Final
 
-from piflow.engine.lifecycle import AGENT_SETTLED
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED
 from piflow.engine.store import AgentRecord, AttemptRecord, RunRecord, RunStore
 from piflow.errors import WorkflowError
 
@@ -27,6 +28,17 @@ ATTENTION_ORDER = (
     "stopped",
     "completed",
 )
+
+
+def observed_run(store: RunStore, run: RunRecord) -> RunRecord:
+    """The run as a reader must show it: an unfinished run whose owner is gone is `interrupted`.
+
+    Computed on read, never written: recording it is the job of the next owner (resume), so
+    looking at runs (`piflow runs`/`show`, an editor) never changes the store.
+    """
+    if run.state in ENDED or store.lease_owner(run.id) is not None:
+        return run
+    return replace(run, state="interrupted")
 
 
 def agent_view(agent: AgentRecord) -> dict[str, Any]:
@@ -164,6 +176,7 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False) -> dict[str
     run = store.get_run(run_id)
     if run is None:
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    run = observed_run(store, run)
     agents = store.agents(run_id)
     view = run_summary(run, agents)
     view.update(

@@ -73,6 +73,8 @@ _RUN_UPDATABLE: Final = frozenset(
 )
 _AGENT_UPDATABLE: Final = frozenset(AGENTS.columns) - {"id", "run_id", "n", "created_at"}
 _NO_LIMIT: Final = -1
+_IDS_PER_QUERY: Final = 500
+"""Agent ids per `IN (...)` query: well under SQLite's bound on parameters."""
 MIN_RUN_PREFIX: Final = 8
 """A run id prefix shorter than this names no run (ids are uuids: 8 hex digits rarely collide)."""
 _JOURNAL_INSERT: Final = (
@@ -493,6 +495,20 @@ class RunStore:
         fields.setdefault("updated_at", time.time())
         self._update(AGENTS, fields, ("agent", agent_id))
 
+    def cancel_unsettled_agents(self, run_id: str, error: dict[str, Any]) -> list[AgentRecord]:
+        """Settle as `cancelled` (with `error`) every agent of the run that is not settled; the records as
+        they were. For agents a dead owner left behind: no process runs them any more (spec F.3)."""
+        unsettled = "run_id = ? AND state NOT IN ('completed', 'failed', 'cancelled')"
+        with self._write(savepoint=True, subject=("run", run_id)) as connection:
+            rows = connection.execute(f"{AGENTS.select} WHERE {unsettled} ORDER BY n", (run_id,)).fetchall()
+            if rows:
+                connection.execute(
+                    "UPDATE agents SET state = 'cancelled', activity = NULL, error = ?, updated_at = ? "
+                    f"WHERE {unsettled}",
+                    (AGENTS.encode_field("error", error), time.time(), run_id),
+                )
+        return [AGENTS.decode(row) for row in rows]
+
     def agents(self, run_id: str) -> list[AgentRecord]:
         """The run's agents in creation (`n`) order."""
         subject = ("run", run_id)
@@ -501,6 +517,33 @@ class RunStore:
             if not rows:
                 self._require(connection, subject)
         return [AGENTS.decode(row) for row in rows]
+
+    def agents_changing(self, run_id: str, ids: Collection[str]) -> list[AgentRecord]:
+        """The run's agents in `ids` and those still running (whose tokens and activity change without
+        an event), in `n` order: what a progress delta reads instead of the whole run."""
+        wanted = sorted(set(ids))
+        rows: list[Any] = []
+        with self._read(("run", run_id)) as connection:
+            rows += connection.execute(
+                f"{AGENTS.select} WHERE run_id = ? AND state = 'running'", (run_id,)
+            ).fetchall()
+            for start in range(0, len(wanted), _IDS_PER_QUERY):
+                chunk = wanted[start : start + _IDS_PER_QUERY]
+                marks = ",".join("?" * len(chunk))
+                rows += connection.execute(
+                    f"{AGENTS.select} WHERE run_id = ? AND state != 'running' AND id IN ({marks})", (run_id, *chunk)
+                ).fetchall()
+        return sorted((AGENTS.decode(row) for row in rows), key=lambda agent: agent.n)
+
+    def agent_counts(self, run_id: str, settled: Collection[str]) -> tuple[int, int]:
+        """`(total, settled)`: how many agents the run has, and how many are in a `settled` state."""
+        marks = ",".join("?" * len(settled))
+        with self._read(("run", run_id)) as connection:
+            row = connection.execute(
+                f"SELECT count(*), coalesce(sum(state IN ({marks})), 0) FROM agents WHERE run_id = ?",
+                (*settled, run_id),
+            ).fetchone()
+        return int(row[0]), int(row[1])
 
     def put_attempt(self, record: AttemptRecord) -> None:
         """Insert an attempt or replace it (an attempt is written when it starts and when it ends)."""
@@ -646,6 +689,14 @@ class RunStore:
                 if not rows:
                     self._require(connection, ("run", run_id))
         return [EVENTS.decode(row) for row in rows]
+
+    def change_counter(self) -> tuple[int, int]:
+        """Changes "anything new?" can be answered from without reading a table: SQLite's
+        `data_version` (moves when another connection commits) and this connection's own
+        `total_changes`. Cheap enough to poll every few milliseconds (the change feed does)."""
+        with self._read() as connection:
+            version = connection.execute("PRAGMA data_version").fetchone()[0]
+            return int(version), connection.total_changes
 
     def last_event_seq(self, run_id: str | None = None) -> int:
         """The newest event's `seq` (0 if none): the cheap "anything new?" check for followers."""
