@@ -456,6 +456,46 @@ def test_help_works_with_the_plugin_added_to_runtimepath_by_hand(version: str, t
     assert name == "piflow.txt" and "*piflow-typescript*" in line
 
 
+# -- deltas: progress proportional to change (issue 9), server commands stubbed -----------------
+
+
+@pytest.fixture(scope="module")
+def deltas(version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenario(version, "deltas", tmp_path_factory.mktemp(f"deltas-{version}"), snapshot=SNAPSHOT)
+
+
+def test_a_delta_for_a_run_never_seen_whole_fetches_show_run_once(deltas: dict[str, Any]) -> None:
+    shown = [m for m in messages(deltas) if m.startswith("piflow: ⠦ fan run-one-")]
+    assert shown[0] == "piflow: ⠦ fan run-one-  running  1/2 agents", "the delta's counts show meanwhile"
+    assert deltas["calls"][: deltas["gap_calls"]] == [
+        {"command": "piflow.showRun", "arguments": json.dumps({"runId": SNAPSHOT["runId"]}, separators=(",", ":"))}
+    ], "two deltas in a row, one showRun"
+    assert deltas["gap_agents"] == ["a1:completed", "a2:failed"], "the snapshot's agents"
+    assert deltas["gap_after"] == ["a1:running", "a2:failed"], "later deltas merge on top of it"
+    assert deltas["big"]["calls"] == deltas["gap_calls"] == 1, "merged deltas need no more snapshots"
+
+
+def test_reset_then_deltas_merge_by_id_with_the_run_s_counts(deltas: dict[str, Any]) -> None:
+    assert deltas["small_agents"] == ["x:running", "y:completed", "z:queued"]
+    assert deltas["small_described"].endswith("running  1/3 agents  $0.0030")
+
+
+def test_progress_without_reset_is_a_full_snapshot(deltas: dict[str, Any]) -> None:
+    assert deltas["snapshot_agents"] == ["w:completed"]
+    assert deltas["snapshot_described"].endswith("running  1/1 agents  $0.0010")
+
+
+def test_deltas_into_a_3000_agent_run_cost_what_changed(deltas: dict[str, Any]) -> None:
+    big = deltas["big"]
+    assert big["size"] == 3000 and big["completed"] == 500
+    assert big["described"].endswith("running  500/3000 agents  $3.0000")
+    # Replacing an agent reads its old state and cost once: 2 reads x 500. A pass over the run per
+    # delta would read 100 x 3,000 agents.
+    assert big["reads"] <= 100 * 5 * 2, big
+    assert big["lens_refreshes"] == 0, "progress alone does not fetch the lenses again"
+    assert big["ms"] < 5000, big
+
+
 # -- server: the real `piflow serve` -----------------------------------------------------------
 
 

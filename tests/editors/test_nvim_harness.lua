@@ -116,6 +116,37 @@ end
 
 local scenarios = {}
 
+-- The server end of workspace/executeCommand: records each command with its argument as sent
+-- (JSON) in the list it returns, and answers from `results`.
+local function stub_server(results)
+  local calls = {}
+  require("piflow.client").get = function()
+    return { name = "piflow" }
+  end
+  require("piflow.compat").request = function(_, method, params, handler)
+    assert(method == "workspace/executeCommand")
+    table.insert(calls, { command = params.command, arguments = vim.json.encode(params.arguments[1]) })
+    vim.schedule(function()
+      handler(nil, results[params.command] or vim.empty_dict())
+    end)
+  end
+  return calls
+end
+
+-- send(method, params, keep_going): delivers a notification as the client would, then lets the
+-- event loop run for a moment (unless keep_going).
+local function notifier()
+  local handlers = require("piflow.notifications").handlers()
+  return function(method, params, keep_going)
+    handlers[method](nil, params, { method = method, client_id = 1 })
+    if not keep_going then
+      vim.wait(50, function()
+        return false
+      end)
+    end
+  end
+end
+
 -- The plugin's own logic with the server's commands stubbed: notifications → records,
 -- statusline, prompts, commands and their arguments.
 function scenarios.unit()
@@ -133,10 +164,6 @@ function scenarios.unit()
   -- typing scenario tests the wait).
   piflow.setup({ cmd = { "piflow-not-installed-for-this-test", "serve" }, progress = "notify", approval_idle_ms = 0 })
 
-  -- The server end of workspace/executeCommand: record each command with its argument as
-  -- sent (JSON), answer from `results`.
-  local calls = {}
-  out.calls = calls
   local results = {
     ["piflow.respond"] = { state = "running", approved = true, reason = "checkpoint", accepted = true },
     ["piflow.stop"] = { runId = "run-two-abcdef", state = "stopped", stopped = true },
@@ -145,27 +172,9 @@ function scenarios.unit()
     ["piflow.showRun"] = spec.snapshot,
     ["piflow.showAgent"] = spec.agent,
   }
-  require("piflow.client").get = function()
-    return { name = "piflow" }
-  end
-  require("piflow.compat").request = function(_, method, params, handler)
-    assert(method == "workspace/executeCommand")
-    table.insert(calls, { command = params.command, arguments = vim.json.encode(params.arguments[1]) })
-    vim.schedule(function()
-      handler(nil, results[params.command] or vim.empty_dict())
-    end)
-  end
-
-  local handlers = require("piflow.notifications").handlers()
-  -- Delivers a notification as the client would, then lets the event loop run for a moment.
-  local function send(method, params, keep_going)
-    handlers[method](nil, params, { method = method, client_id = 1 })
-    if not keep_going then
-      vim.wait(50, function()
-        return false
-      end)
-    end
-  end
+  local calls = stub_server(results)
+  out.calls = calls
+  local send = notifier()
 
   out.workflow_filetype = vim.bo.filetype
   local script_uri = vim.uri_from_bufnr(0)
@@ -424,6 +433,100 @@ function scenarios.server()
   end)
   out.second = { state = runs.get(second.runId).state, result = runs.get(second.runId).result }
   out.health = health_lines()
+end
+
+-- Progress deltas (issue 9): a reset lists every agent, a delta only the changed ones, merged by
+-- id in O(changed agents); a delta for a run never seen whole fetches piflow.showRun once.
+function scenarios.deltas()
+  local piflow = require("piflow")
+  piflow.setup({ cmd = { "piflow-not-installed-for-this-test", "serve" }, progress = "notify", approval_idle_ms = 0 })
+  local calls = stub_server({ ["piflow.showRun"] = spec.snapshot })
+  out.calls = calls
+  local send = notifier()
+  local runs = require("piflow.runs")
+  local lenses = require("piflow.lenses")
+  local lens_refreshes = 0
+  local refresh_uri = lenses.refresh_uri
+  lenses.refresh_uri = function(uri)
+    lens_refreshes = lens_refreshes + 1
+    return refresh_uri(uri)
+  end
+  local function ids(run_id)
+    local list = {}
+    for _, agent in ipairs(runs.agents(run_id) or {}) do
+      table.insert(list, agent.id .. ":" .. agent.state)
+    end
+    return list
+  end
+  local function agent(id, state)
+    return { id = id, label = id, state = state, attempts = 1, tokens = 0, costUsd = 0.001 }
+  end
+  local function delta(run_id, state, agents, counts, reset)
+    return { runId = run_id, workflowName = "fan", state = state, agents = agents,
+      agentCounts = counts, reset = reset, budget = { limits = {}, usage = {}, events = {} }, checkpoints = {} }
+  end
+
+  -- A delta before any full list: its counts show, one showRun fetches the whole run.
+  local gap = spec.snapshot.runId
+  send("piflow/runProgress", delta(gap, "running", { agent("a2", "failed") }, { total = 2, settled = 1 }, false), true)
+  send("piflow/runProgress", delta(gap, "running", { agent("a2", "failed") }, { total = 2, settled = 2 }, false))
+  wait_for("the resync", 2000, function()
+    return runs.agents(gap) ~= nil
+  end)
+  out.gap_agents = ids(gap)
+  send("piflow/runProgress", delta(gap, "running", { agent("a1", "running") }, { total = 2, settled = 1 }, false))
+  out.gap_after = ids(gap)
+  out.gap_calls = #calls
+
+  -- Reset, then deltas: upserted by id, counts of the whole run from agentCounts.
+  send("piflow/runProgress", delta("small", "running", { agent("x", "running"), agent("y", "queued") },
+    { total = 2, settled = 0 }, true))
+  send("piflow/runProgress", delta("small", "running", { agent("y", "completed"), agent("z", "queued") },
+    { total = 3, settled = 1 }, false))
+  out.small_agents = ids("small")
+  out.small_described = runs.describe(runs.get("small"))
+  -- Without `reset` (an older server's full snapshot) the list is replaced, and counted.
+  send("piflow/runProgress", { runId = "small", state = "running", agents = { agent("w", "completed") },
+    budget = { limits = {}, usage = {}, events = {} }, checkpoints = {} })
+  out.snapshot_agents = ids("small")
+  out.snapshot_described = runs.describe(runs.get("small"))
+
+  -- 3,000 agents, then 100 deltas of 5: each old agent counts its reads, so any pass over the
+  -- whole run (a merge, a count, a redraw) shows.
+  local total, reads = 3000, 0
+  local everyone = {}
+  for i = 1, total do
+    local fields = agent("agent-" .. i, "queued")
+    everyone[i] = setmetatable({}, { __index = function(_, key)
+      reads = reads + 1
+      return fields[key]
+    end })
+  end
+  runs.update(delta("big", "running", everyone, { total = total, settled = 0 }, true))
+  reads, lens_refreshes = 0, 0
+  local started = vim.loop.hrtime()
+  for round = 0, 99 do
+    local changed = {}
+    for k = 1, 5 do
+      table.insert(changed, agent("agent-" .. (total - round * 5 - k + 1), "completed"))
+    end
+    send("piflow/runProgress", delta("big", "running", changed, { total = total, settled = (round + 1) * 5 }, false), true)
+  end
+  wait_for("the deltas", 10000, function()
+    return runs.get("big").agents.settled == 500
+  end)
+  local merged_reads = reads
+  out.big = {
+    ms = (vim.loop.hrtime() - started) / 1e6,
+    reads = merged_reads,
+    lens_refreshes = lens_refreshes,
+    size = #runs.agents("big"),
+    completed = #vim.tbl_filter(function(a)
+      return a.state == "completed"
+    end, runs.agents("big")),
+    described = runs.describe(runs.get("big")),
+    calls = #calls,
+  }
 end
 
 -- piflow and a real TypeScript server (typescript-language-server, with piflow's TypeScript

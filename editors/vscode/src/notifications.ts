@@ -29,6 +29,8 @@ export interface NotificationSinks {
   approvals: ApprovalFlow;
   log(line: string): void;
   finished(event: RunFinished): void;
+  /** Fetches the full snapshot of a run whose agents are not known (`piflow.showRun`). */
+  resync(runId: string): void;
 }
 
 export function bindNotifications(source: NotificationSource, sinks: NotificationSinks): Disposable[] {
@@ -46,7 +48,8 @@ export function bindNotifications(source: NotificationSource, sinks: Notificatio
       sinks.log(`[${shortId(event.runId)}] started ${event.workflowName ?? event.uri ?? ""}`);
     }),
     on(Notification.runProgress, decodeRunProgress, (event) => {
-      model.progress(event);
+      // A delta for a run whose full list this client never got (it missed messages): fetch it.
+      if (!model.progress(event)) sinks.resync(event.runId);
       approvals.promptPending();
     }),
     on(Notification.checkpoint, decodeCheckpoint, (event) => {

@@ -82,13 +82,24 @@ export interface RunStarted {
   workflowName: string | null;
 }
 
+/** How many agents a whole run has, and how many of them settled (completed, failed or cancelled). */
+export interface AgentCounts {
+  total: number;
+  settled: number;
+}
+
 export interface RunProgress {
   runId: string;
   uri: string | null;
   workflowName: string | null;
   state: string;
   phase: string | null;
+  /** Every agent when `reset`; otherwise only those whose progress changed since the last message. */
   agents: AgentView[];
+  /** Counts of the whole run; null when the message carries none (a snapshot of an older server). */
+  agentCounts: AgentCounts | null;
+  /** True when `agents` lists every agent of the run (a missing `reset` means a full snapshot). */
+  reset: boolean;
   budget: BudgetView | null;
   checkpoints: CheckpointView[];
   /** Pending budget proposals, when the snapshot lists them. */
@@ -158,7 +169,7 @@ export interface RunSummary {
   workflowName: string | null;
   state: string;
   phase: string | null;
-  agents: { total: number; settled: number };
+  agents: AgentCounts;
   tokens: number;
   costUsd: number;
 }
@@ -295,6 +306,11 @@ function proposal(value: unknown): BudgetProposal | undefined {
   };
 }
 
+function counts(value: unknown): AgentCounts | null {
+  const body = record(value);
+  return body ? { total: count(body.total), settled: count(body.settled) } : null;
+}
+
 function defined<T>(items: (T | undefined)[]): T[] {
   return items.filter((item): item is T => item !== undefined);
 }
@@ -323,6 +339,8 @@ export function decodeRunProgress(params: unknown): RunProgress | undefined {
     phase: text(body.phase),
     // A snapshot of `piflow.showRun` counts agents under `agents` and lists them under `agentList`.
     agents: defined(list(Array.isArray(body.agents) ? body.agents : body.agentList).map(agent)),
+    agentCounts: counts(body.agentCounts) ?? counts(body.agents),
+    reset: body.reset !== false,
     budget: budget ? { limits: limits(budget.limits), usage: numbers(budget.usage) } : null,
     checkpoints: defined(list(body.checkpoints).filter((c) => pending(c, "awaiting")).map(checkpoint)),
     proposals: Array.isArray(body.proposals)
@@ -380,14 +398,13 @@ function decodeRunSummary(value: unknown): RunSummary | undefined {
   const id = identity(value);
   if (!id) return undefined;
   const { body } = id;
-  const agents = record(body.agents);
   return {
     runId: id.runId,
     uri: id.uri,
     workflowName: nonEmpty(body.workflowName),
     state: text(body.state) ?? "queued",
     phase: text(body.phase),
-    agents: { total: count(agents?.total), settled: count(agents?.settled) },
+    agents: counts(body.agents) ?? { total: 0, settled: 0 },
     tokens: count(body.tokens),
     costUsd: count(body.costUsd),
   };

@@ -2,6 +2,7 @@
 // `piflow.listRuns` answers. Views (tree, status bar, approvals) read it and listen for changes.
 
 import type {
+  AgentCounts,
   AgentView,
   BudgetApprovalRequest,
   BudgetProposal,
@@ -22,9 +23,18 @@ export interface Run {
   workflowName: string;
   state: string;
   phase: string | null;
-  /** Every agent, when a progress snapshot was seen; a listed run only has counts. */
+  /**
+   * Every agent, in order of first sight, once a full snapshot was seen; null while only counts
+   * are known (a listed run, or one whose deltas came before any snapshot).
+   */
   agents: AgentView[] | null;
-  agentCounts: { total: number; settled: number };
+  /** Position of each agent in `agents`, so a delta is merged in O(changed agents). */
+  agentIndex: Map<string, number>;
+  agentCounts: AgentCounts;
+  /** Settled agents, tokens and cost summed over `agents`: the totals when a message carries none. */
+  tally: Tally;
+  /** Bumped on every change of the run: views compare it instead of the run's content. */
+  revision: number;
   tokens: number;
   costUsd: number;
   budget: BudgetView | null;
@@ -68,12 +78,45 @@ function attention(run: Run): number {
   return rank < 0 ? ATTENTION_ORDER.length : rank;
 }
 
+/** What a run shows besides its agents' progress and totals: a change is shown at once. */
+function summaryKey(run: Run): string {
+  const proposals = run.proposals.map((p) => p.proposalId).join(",");
+  const checkpoints = run.checkpoints.map((c) => c.name).join(",");
+  const limits = run.budget ? Object.keys(run.budget.limits).length : -1;
+  return [run.state, run.phase, run.error?.code, checkpoints, proposals, limits].join("|");
+}
+
 function workflowName(uri: string | null): string {
   const file = uri?.split("/").pop();
   return file ? decodeURIComponent(file).replace(/\.workflow\.js$|\.js$/, "") : "workflow";
 }
 
-type Listener = () => void;
+interface Tally {
+  settled: number;
+  tokens: number;
+  costUsd: number;
+}
+
+/** Adds (`sign` 1) or removes (`sign` -1) one agent's share of a run's tally. */
+function count(tally: Tally, agent: AgentView, sign: 1 | -1): void {
+  if (SETTLED_AGENT_STATES.has(agent.state)) tally.settled += sign;
+  tally.tokens += sign * agent.tokens;
+  tally.costUsd += sign * agent.costUsd;
+}
+
+/**
+ * What changed: one run (undefined: any run, e.g. after a listing). `agents` lists the agents
+ * whose progress alone changed, each already shown; `"all"` when the run's agent list itself
+ * changed. `run` is true when more than progress changed (state, phase, approvals, result), which
+ * views show at once rather than batched.
+ */
+export interface RunChange {
+  runId: string;
+  agents: readonly string[] | "all";
+  run: boolean;
+}
+
+type Listener = (change: RunChange | undefined) => void;
 
 export class RunModel {
   private readonly runs = new Map<string, Run>();
@@ -97,38 +140,82 @@ export class RunModel {
   started(event: RunStarted): void {
     const run = this.upsert(event.runId, event.uri, event.workflowName);
     if (run.state === "queued" || isTerminal(run.state)) run.state = "running";
-    this.changed();
+    this.changed({ runId: run.runId, agents: [], run: true });
   }
 
-  progress(event: RunProgress): void {
-    this.applyProgress(event);
-    this.changed();
+  /**
+   * Merges a `piflow/runProgress`: a full snapshot (`reset`) replaces the run's agents, a delta
+   * upserts the agents it lists. Answers false when the delta cannot be merged because no full
+   * list of the run is known (messages were missed): the caller fetches `piflow.showRun`.
+   */
+  progress(event: RunProgress): boolean {
+    const before = this.runs.get(event.runId);
+    const summary = before && summaryKey(before);
+    const { run, agents } = this.applyProgress(event);
+    this.changed({ runId: run.runId, agents, run: summary !== summaryKey(run) });
+    return event.reset || run.agents !== null;
   }
 
   /** Merge `piflow.showRun`: a run known only from a listing gets its agents, approvals and result. */
   detailed(detail: RunDetail): void {
-    const run = this.applyProgress(detail);
+    const { run } = this.applyProgress(detail);
     if (detail.result !== undefined && detail.result !== null) run.result = detail.result;
     run.error = detail.error;
-    this.changed();
+    this.changed({ runId: run.runId, agents: "all", run: true });
   }
 
-  private applyProgress(event: RunProgress): Run {
+  /** One agent of a run, found in O(1). */
+  agent(runId: string, agentId: string): AgentView | undefined {
+    const run = this.runs.get(runId);
+    const index = run?.agentIndex.get(agentId);
+    return index === undefined ? undefined : run?.agents?.[index];
+  }
+
+  private applyProgress(event: RunProgress): { run: Run; agents: RunChange["agents"] } {
     const run = this.upsert(event.runId, event.uri, event.workflowName);
     run.state = event.state;
     run.phase = event.phase;
-    run.agents = event.agents;
-    run.agentCounts = {
-      total: event.agents.length,
-      settled: event.agents.filter((a) => SETTLED_AGENT_STATES.has(a.state)).length,
-    };
+    let agents: RunChange["agents"] = "all";
+    if (event.reset) {
+      run.agents = [];
+      run.agentIndex = new Map();
+      run.tally = { settled: 0, tokens: 0, costUsd: 0 };
+      this.upsertAgents(run, run.agents, event.agents);
+    } else if (run.agents) {
+      agents = this.upsertAgents(run, run.agents, event.agents);
+    }
+    // A delta before any full list leaves the agents unknown; its counts still hold.
+    const tally = run.agents ? run.tally : null;
+    const listed = run.agents && { total: run.agents.length, settled: run.tally.settled };
+    run.agentCounts = event.agentCounts ?? listed ?? run.agentCounts;
     run.budget = event.budget;
-    run.tokens = event.budget?.usage.tokens ?? event.agents.reduce((sum, a) => sum + a.tokens, 0);
-    run.costUsd = event.budget?.usage.costUsd ?? event.agents.reduce((sum, a) => sum + a.costUsd, 0);
+    run.tokens = event.budget?.usage.tokens ?? tally?.tokens ?? run.tokens;
+    run.costUsd = event.budget?.usage.costUsd ?? tally?.costUsd ?? run.costUsd;
     run.checkpoints = event.checkpoints;
     // A proposal waits while its run is budget-exhausted; a snapshot that lists none keeps ours then.
     run.proposals = event.proposals ?? (event.state === "budget_exhausted" ? run.proposals : []);
-    return run;
+    return { run, agents };
+  }
+
+  /** Upserts by id; answers the ids of agents already listed, or "all" when some are new. */
+  private upsertAgents(run: Run, list: AgentView[], agents: AgentView[]): RunChange["agents"] {
+    const updated: string[] = [];
+    let added = false;
+    for (const agent of agents) {
+      const index = run.agentIndex.get(agent.id);
+      const previous = index === undefined ? undefined : list[index];
+      if (index === undefined || previous === undefined) {
+        run.agentIndex.set(agent.id, list.length);
+        list.push(agent);
+        added = true;
+      } else {
+        count(run.tally, previous, -1);
+        list[index] = agent;
+        updated.push(agent.id);
+      }
+      count(run.tally, agent, 1);
+    }
+    return added ? "all" : updated;
   }
 
   checkpoint(event: CheckpointRequest): void {
@@ -136,7 +223,7 @@ export class RunModel {
     if (!run.checkpoints.some((c) => c.name === event.name)) {
       run.checkpoints = [...run.checkpoints, { name: event.name, prompt: event.prompt, context: event.context }];
     }
-    this.changed();
+    this.changed({ runId: run.runId, agents: [], run: true });
   }
 
   budgetApproval(event: BudgetApprovalRequest): void {
@@ -144,7 +231,7 @@ export class RunModel {
     if (!run.proposals.some((p) => p.proposalId === event.proposal.proposalId)) {
       run.proposals = [...run.proposals, event.proposal];
     }
-    this.changed();
+    this.changed({ runId: run.runId, agents: [], run: true });
   }
 
   finished(event: RunFinished): void {
@@ -154,7 +241,7 @@ export class RunModel {
     run.error = event.error;
     run.checkpoints = [];
     if (isTerminal(event.state)) run.proposals = [];
-    this.changed();
+    this.changed({ runId: run.runId, agents: [], run: true });
   }
 
   /** Merge `piflow.listRuns`: it knows runs launched elsewhere (CLI, another window). */
@@ -179,14 +266,14 @@ export class RunModel {
     const run = this.runs.get(runId);
     if (!run) return;
     run.checkpoints = run.checkpoints.filter((c) => c.name !== name);
-    this.changed();
+    this.changed({ runId, agents: [], run: true });
   }
 
   answeredProposal(runId: string, proposalId: string): void {
     const run = this.runs.get(runId);
     if (!run) return;
     run.proposals = run.proposals.filter((p) => p.proposalId !== proposalId);
-    this.changed();
+    this.changed({ runId, agents: [], run: true });
   }
 
   private upsert(runId: string, uri: string | null, name: string | null): Run {
@@ -199,7 +286,10 @@ export class RunModel {
         state: "queued",
         phase: null,
         agents: null,
+        agentIndex: new Map(),
         agentCounts: { total: 0, settled: 0 },
+        tally: { settled: 0, tokens: 0, costUsd: 0 },
+        revision: 0,
         tokens: 0,
         costUsd: 0,
         budget: null,
@@ -220,7 +310,13 @@ export class RunModel {
     return run;
   }
 
-  private changed(): void {
-    for (const listener of [...this.listeners]) listener();
+  private changed(change?: RunChange): void {
+    if (change) {
+      const run = this.runs.get(change.runId);
+      if (run) run.revision++;
+    } else {
+      for (const run of this.runs.values()) run.revision++;
+    }
+    for (const listener of [...this.listeners]) listener(change);
   }
 }

@@ -99,7 +99,24 @@ export function viewNode(model: RunModel, node: RunNode): NodeView | undefined {
     case "error":
       return errorView(run);
     case "agent":
-      return agentView(run, node.agentId);
+      return agentView(run, model.agent(run.runId, node.agentId));
+  }
+}
+
+/** A node's identity, the same as its TreeItem id. */
+export function nodeKey(node: RunNode): string {
+  switch (node.kind) {
+    case "run":
+      return `run/${node.runId}`;
+    case "checkpoint":
+      return `run/${node.runId}/checkpoint/${node.name}`;
+    case "proposal":
+      return `run/${node.runId}/proposal/${node.proposalId}`;
+    case "budget":
+    case "error":
+      return `run/${node.runId}/${node.kind}`;
+    case "agent":
+      return `run/${node.runId}/agent/${node.agentId}`;
   }
 }
 
@@ -125,7 +142,7 @@ function runView(run: Run): NodeView {
   if (run.uri) lines.push(run.uri);
   if (run.state === "completed" && run.result !== undefined) lines.push(`Result: ${oneLineJson(run.result, 1000)}`);
   return {
-    id: `run/${run.runId}`,
+    id: nodeKey({ kind: "run", runId: run.runId }),
     label: run.workflowName,
     description: `${shortId(run.runId)} · ${runDescription(run)}`,
     tooltip: lines.join("\n"),
@@ -142,7 +159,7 @@ function checkpointView(run: Run, name: string): NodeView | undefined {
   const checkpoint = run.checkpoints.find((c) => c.name === name);
   if (!checkpoint) return undefined;
   const context = checkpoint.context === null ? "" : `\nContext: ${oneLineJson(checkpoint.context, 1000)}`;
-  return leaf(`run/${run.runId}/checkpoint/${name}`, {
+  return leaf(nodeKey({ kind: "checkpoint", runId: run.runId, name }), {
     label: `checkpoint ${name}`,
     description: checkpoint.prompt,
     tooltip: `${checkpoint.prompt}${context}`,
@@ -154,7 +171,7 @@ function checkpointView(run: Run, name: string): NodeView | undefined {
 function proposalView(run: Run, proposalId: string): NodeView | undefined {
   const proposal = run.proposals.find((p) => p.proposalId === proposalId);
   if (!proposal) return undefined;
-  return leaf(`run/${run.runId}/proposal/${proposalId}`, {
+  return leaf(nodeKey({ kind: "proposal", runId: run.runId, proposalId }), {
     label: `budget ${shortId(proposalId)}`,
     description: formatLimits(proposal.proposed),
     tooltip: [
@@ -170,7 +187,7 @@ function proposalView(run: Run, proposalId: string): NodeView | undefined {
 
 function budgetView(run: Run): NodeView | undefined {
   if (!run.budget) return undefined;
-  return leaf(`run/${run.runId}/budget`, {
+  return leaf(nodeKey({ kind: "budget", runId: run.runId }), {
     label: "budget",
     description: formatBudgetGauge(run.budget.limits, run.budget.usage),
     tooltip: `Limits: ${formatLimits(run.budget.limits)}\nUsage: ${formatUsage(run.budget.usage)}`,
@@ -181,7 +198,7 @@ function budgetView(run: Run): NodeView | undefined {
 
 function errorView(run: Run): NodeView | undefined {
   if (!run.error) return undefined;
-  return leaf(`run/${run.runId}/error`, {
+  return leaf(nodeKey({ kind: "error", runId: run.runId }), {
     label: run.error.code,
     description: run.error.message,
     tooltip: `${run.error.code}: ${run.error.message}`,
@@ -199,8 +216,7 @@ function agentDescription(agent: AgentView): string {
   return parts.join(" · ");
 }
 
-function agentView(run: Run, agentId: string): NodeView | undefined {
-  const agent = run.agents?.find((a) => a.id === agentId);
+function agentView(run: Run, agent: AgentView | undefined): NodeView | undefined {
   if (!agent) return undefined;
   const lines = [
     agent.label,
@@ -212,7 +228,7 @@ function agentView(run: Run, agentId: string): NodeView | undefined {
   ];
   if (agent.role) lines.splice(2, 0, `role: ${agent.role}`);
   if (agent.error) lines.push(`error: ${agent.error.code}: ${agent.error.message}`);
-  return leaf(`run/${run.runId}/agent/${agentId}`, {
+  return leaf(nodeKey({ kind: "agent", runId: run.runId, agentId: agent.id }), {
     label: agent.label,
     description: agentDescription(agent),
     tooltip: lines.join("\n"),

@@ -133,8 +133,11 @@ export function renderRun(run: RunDetail): RenderedRun {
   if (run.uri) out.link("Script: ", run.uri, { kind: "uri", uri: run.uri });
   const facts: string[] = [];
   if (run.phase) facts.push(`phase ${run.phase}`);
-  const settled = run.agents.filter((a) => ["completed", "failed", "cancelled"].includes(a.state)).length;
-  facts.push(`${settled}/${run.agents.length} agents`, usage(run.tokens, run.costUsd));
+  const counts = run.agentCounts ?? {
+    total: run.agents.length,
+    settled: run.agents.filter((a) => ["completed", "failed", "cancelled"].includes(a.state)).length,
+  };
+  facts.push(`${counts.settled}/${counts.total} agents`, usage(run.tokens, run.costUsd));
   out.line(facts.join(" · "));
   if (run.budget) {
     const gauge = formatBudgetGauge(run.budget.limits, run.budget.usage);

@@ -103,12 +103,9 @@ export class RunViewProvider implements vscode.TextDocumentContentProvider, vsco
     }
   }
 
-  /** What a run view depends on in the model: when it differs, the view is out of date. */
+  /** The model's revision of the run: when it differs, the view is out of date (O(1), whatever the run's size). */
   private signature(runId: string): string {
-    const run = this.model.get(runId);
-    if (!run) return "";
-    const agents = (run.agents ?? []).map((a) => `${a.id}:${a.state}:${a.attempts}:${a.tokens}`);
-    return JSON.stringify([run.state, run.phase, run.tokens, run.checkpoints.length, run.error?.code, agents]);
+    return String(this.model.get(runId)?.revision ?? "");
   }
 
   private runsChanged(): void {

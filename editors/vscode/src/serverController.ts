@@ -107,6 +107,7 @@ export class ServerController {
         finished: (event) => {
           deps.finished(event);
         },
+        resync: (runId) => void deps.loader.load(runId),
       }),
       // After every (re)start, learn the runs the server knows, launched here or elsewhere.
       client.onDidChangeState((event) => {

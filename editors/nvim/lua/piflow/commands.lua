@@ -163,10 +163,13 @@ function M.list_runs(uri, on_list)
   end)
 end
 
+--- The full snapshot of a run (merged into its record) into on_snapshot(snapshot), if given.
 function M.show_run(run_id, on_snapshot)
   return M.execute("piflow.showRun", { runId = run_id }, function(snapshot)
     runs.update(snapshot)
-    on_snapshot(snapshot)
+    if on_snapshot then
+      on_snapshot(snapshot)
+    end
   end)
 end
 

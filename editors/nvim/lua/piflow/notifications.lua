@@ -2,6 +2,7 @@
 -- initializationOptions.piflow.customNotifications): they update the run records and show
 -- progress, prompts and outcomes.
 local approvals = require("piflow.approvals")
+local commands = require("piflow.commands")
 local compat = require("piflow.compat")
 local config = require("piflow.config")
 local lenses = require("piflow.lenses")
@@ -24,12 +25,35 @@ on["piflow/runStarted"] = function(params)
   lenses.refresh_uri(run.uri)
 end
 
+-- Runs whose full snapshot was asked for after a delta came for agents this client never saw.
+local resyncing = {}
+
+--- What the lenses of a run depend on: its state and its awaiting checkpoints.
+local function lens_key(run)
+  local names = {}
+  for _, checkpoint in ipairs(run.checkpoints or {}) do
+    table.insert(names, checkpoint.name)
+  end
+  return (run.state or "") .. "|" .. table.concat(names, ",")
+end
+
 on["piflow/runProgress"] = function(params)
+  local before = runs.get(params.runId)
+  local lenses_before = before and lens_key(before)
   local run = runs.update(params)
+  if runs.agents(run.runId) then
+    resyncing[run.runId] = nil
+  elseif not resyncing[run.runId] then
+    -- A delta for agents never seen whole (this editor missed messages): fetch the run, once.
+    resyncing[run.runId] = true
+    commands.show_run(run.runId)
+  end
   approvals.sync(params)
   progress.report(run)
-  -- Lenses follow the run's state and its awaiting checkpoints, both in the snapshot.
-  lenses.refresh_uri(run.uri)
+  -- Progress arrives up to ten times a second: lenses are fetched again only when they change.
+  if lens_key(run) ~= lenses_before then
+    lenses.refresh_uri(run.uri)
+  end
 end
 
 on["piflow/checkpoint"] = function(params)

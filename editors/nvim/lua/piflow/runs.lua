@@ -43,17 +43,41 @@ local GLYPH = {
 
 local SETTLED = { completed = true, failed = true, cancelled = true }
 
---- The agent counts of a runProgress agent list, in the listRuns shape.
-local function count_agents(list)
-  local counts = { total = #list, settled = 0 }
-  local cost = 0
-  for _, agent in ipairs(list) do
-    if SETTLED[agent.state] then
-      counts.settled = counts.settled + 1
-    end
-    cost = cost + (tonumber(agent.costUsd) or 0)
+-- runId → the run's agents merged from progress: {list (order of first sight), index (id →
+-- position), settled, cost}. Kept out of the run records, which go to every PiflowRunChanged
+-- autocmd: a record stays small whatever the size of its run.
+local agents_of = {}
+
+--- Adds (sign 1) or removes (sign -1) one agent's share of the totals.
+local function tally(merged, agent, sign)
+  if SETTLED[agent.state] then
+    merged.settled = merged.settled + sign
   end
-  return counts, cost
+  merged.cost = merged.cost + sign * (tonumber(agent.costUsd) or 0)
+end
+
+--- Merges the agents a message lists: `reset` replaces the run's list, otherwise they are upserted
+--- by id, in O(listed agents). False when a delta comes for a run whose full list is unknown.
+local function merge_agents(run_id, listed, reset)
+  local merged = agents_of[run_id]
+  if reset then
+    merged = { list = {}, index = {}, settled = 0, cost = 0 }
+    agents_of[run_id] = merged
+  elseif not merged then
+    return false
+  end
+  for _, agent in ipairs(listed) do
+    local at = merged.index[agent.id]
+    if at then
+      tally(merged, merged.list[at], -1)
+      merged.list[at] = agent
+    else
+      table.insert(merged.list, agent)
+      merged.index[agent.id] = #merged.list
+    end
+    tally(merged, agent, 1)
+  end
+  return true
 end
 
 local function changed(run)
@@ -61,19 +85,35 @@ local function changed(run)
   vim.cmd("redrawstatus")
 end
 
+-- Fields of a message that are not copied into the run record as they are.
+local MERGED = { agentList = true, agentCounts = true, reset = true }
+
 --- Merges `fields` (any of the protocol's run shapes: runStarted, runProgress, runFinished,
 --- a listRuns summary, a showRun snapshot, a command result; nulls removed) into the run's record.
 function M.update(fields)
   local id = fields.runId
   local run = by_id[id] or { runId = id }
   by_id[id] = run
-  for key, v in pairs(fields) do
-    run[key] = v
-  end
+  -- runProgress lists agents under `agents`; showRun counts them there and lists them under `agentList`.
+  local listed = fields.agentList
   if type(fields.agents) == "table" and fields.agents.total == nil then
-    -- runProgress lists the agents; keep the list and the counts the other shapes carry.
-    run.agentList = fields.agents
-    run.agents, run.costUsd = count_agents(fields.agents)
+    listed = fields.agents
+  end
+  for key, v in pairs(fields) do
+    if not MERGED[key] and v ~= listed then
+      run[key] = v
+    end
+  end
+  if type(listed) == "table" then
+    -- A missing `reset` is a full snapshot (older servers, showRun).
+    local known = merge_agents(id, listed, fields.reset ~= false) and agents_of[id]
+    if known then
+      run.agents = { total = #known.list, settled = known.settled }
+      run.costUsd = known.cost
+    end
+  end
+  if type(fields.agentCounts) == "table" then
+    run.agents = fields.agentCounts
   end
   local usage = type(fields.budget) == "table" and fields.budget.usage
   if type(usage) == "table" then
@@ -83,6 +123,13 @@ function M.update(fields)
   run.seen = compat.uv.now()
   changed(run)
   return run
+end
+
+--- The agents of a run as merged from its progress, in order of first sight; nil while no full
+--- list of the run was seen.
+function M.agents(id)
+  local merged = agents_of[id]
+  return merged and merged.list
 end
 
 function M.get(id)

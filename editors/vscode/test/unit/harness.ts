@@ -4,6 +4,7 @@
 import { ApprovalFlow } from "../../src/approvals";
 import { bindNotifications, type NotificationSource } from "../../src/notifications";
 import type { RunFinished } from "../../src/protocol";
+import { RunLoader } from "../../src/runLoader";
 import { RunModel } from "../../src/runModel";
 import { ServerCommands } from "../../src/serverCommands";
 
@@ -74,11 +75,20 @@ export function harness(): Harness {
     notify: () => h.notify ?? true,
   });
   const source = new FakeSource();
+  const loader = new RunLoader(
+    model,
+    () => server,
+    () => {
+      approvals.promptPending();
+    },
+    (line) => h.logs.push(line),
+  );
   bindNotifications(source, {
     model,
     approvals,
     log: (line) => h.logs.push(line),
     finished: (event) => h.finished.push(event),
+    resync: (runId) => void loader.load(runId),
   });
   return Object.assign(h, { model, approvals, server, source }) as Harness;
 }

@@ -111,3 +111,25 @@ export function showRun(state: string, agentList: Record<string, unknown>[], fie
     ...fields,
   };
 }
+
+/** A `piflow/runProgress` of the delta protocol: `agents` are the changed ones unless `reset`. */
+export function delta(
+  state: string,
+  agents: AgentWire[],
+  agentCounts: { total: number; settled: number },
+  reset = false,
+  usage: Record<string, number> = {},
+): unknown {
+  return {
+    runId: RUN_ID,
+    uri: URI,
+    workflowName: "review",
+    state,
+    phase: null,
+    agents,
+    agentCounts,
+    reset,
+    budget: { limits: {}, usage: { tokens: 0, costUsd: 0, durationMs: 0, agentLaunches: agentCounts.total, ...usage }, events: [] },
+    checkpoints: [],
+  };
+}

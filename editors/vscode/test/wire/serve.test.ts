@@ -18,6 +18,7 @@ import {
 import { APPROVE, ApprovalFlow } from "../../src/approvals";
 import { bindNotifications } from "../../src/notifications";
 import type { RunFinished } from "../../src/protocol";
+import { RunLoader } from "../../src/runLoader";
 import { RunModel } from "../../src/runModel";
 import { childNodes, rootNodes, viewNode } from "../../src/runTree";
 import { agentOutputText, renderRun } from "../../src/runView";
@@ -149,6 +150,14 @@ test("a run launched through the extension's protocol code goes to a checkpoint,
     const logs: string[] = [];
     let finish: (event: RunFinished) => void = () => undefined;
     const finished = new Promise<RunFinished>((done) => (finish = done));
+    const loader = new RunLoader(
+      model,
+      () => server,
+      () => {
+        approvals.promptPending();
+      },
+      (line) => logs.push(line),
+    );
     bindNotifications(connection, {
       model,
       approvals,
@@ -156,6 +165,7 @@ test("a run launched through the extension's protocol code goes to a checkpoint,
       finished: (event) => {
         finish(event);
       },
+      resync: (runId) => void loader.load(runId),
     });
     connection.listen();
 
