@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from piflow.analysis.analyze import analyze
+from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.launch import validate_workflow_launch
-from piflow.config import capabilities, load_config
+from piflow.config import load_config
 from piflow.engine.environment import environment_from_config
 from piflow.errors import WorkflowError
 
@@ -190,7 +191,7 @@ def test_a_script_check_passes_is_a_script_the_launch_accepts(setup: Setup, scri
         environ = materialize(setup, root)
         project = root / "project"
         config = load_config(project, environ)
-        findings = analyze(script, capabilities(config, backend=setup.run_backend), compile=True)
+        findings = analyze(script, Capabilities.from_config(config, backend=setup.run_backend), compile=True)
         errors = [finding for finding in findings if finding.severity == "error"]
         refused = launch_error(script, setup, project, environ)
     event(f"check errors: {bool(errors)}, launch: {refused.code if refused else 'accepted'}")

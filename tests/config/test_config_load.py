@@ -1,4 +1,4 @@
-"""`load_config` and `capabilities`: one view of pi's and piflow's files for a project."""
+"""`load_config` and `Capabilities.from_config`: one view of pi's and piflow's files for a project."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from piflow.config import DEFAULT_ROOT_TOOLS, capabilities, load_config
+from piflow.analysis.capabilities import Capabilities
+from piflow.config import DEFAULT_ROOT_TOOLS, load_config
 from piflow.errors import WorkflowError
 
 
@@ -77,19 +78,19 @@ def test_trusted_project_adds_roles_and_resource_policy(tmp_path: Path, env: dic
 
 def test_capabilities_from_config(tmp_path: Path, env: dict[str, str]) -> None:
     config = load_config(setup_pi(tmp_path), env)
-    caps = capabilities(config)
+    caps = Capabilities.from_config(config)
     assert caps.models == {"openai/gpt"} and caps.known_models == {"openai/gpt"}
     assert caps.tools == set(DEFAULT_ROOT_TOOLS)
     assert caps.agent_types == {"reviewer"}
     assert caps.model_aliases == {"fast": "openai/gpt:low"}
     assert caps.settings_path == str(tmp_path / "agent" / "pi-extensible-workflows" / "settings.json")
     assert caps.verified_models
-    assert capabilities(config, tools=["read"]).tools == {"read"}
+    assert Capabilities.from_config(config, tools=["read"]).tools == {"read"}
 
 
 def test_without_a_registry_models_cannot_be_verified(tmp_path: Path, env: dict[str, str]) -> None:
     config = load_config(tmp_path, env)
-    caps = capabilities(config)
+    caps = Capabilities.from_config(config)
     assert not config.registry.configured and not caps.verified_models
     assert caps.models == {"scripted/default"}  # only the launching model, which the scripted backend answers
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from piflow.config import capabilities, load_config, model_availability
+from piflow.analysis.capabilities import Capabilities
+from piflow.config import load_config, model_availability
 from piflow.engine.environment import environment_from_config
 from piflow.errors import WorkflowError
 
@@ -61,9 +62,9 @@ def test_a_per_provider_backend_decides_for_its_models(tmp_path: Path, env: dict
 def test_check_and_launch_see_the_same_models_for_the_same_backend(tmp_path: Path, env: dict[str, str]) -> None:
     config = load_config(project(tmp_path, '[piflow]\nbackend = "scripted"\n'), env)
     launch = environment_from_config(config)
-    assert capabilities(config).models == launch.launch_context().available_models
+    assert Capabilities.from_config(config).models == launch.launch_context().available_models
     on_openai = launch.with_backend("openai").launch_context()
-    assert capabilities(config, backend="openai").models == on_openai.available_models == {"ollama/qwen"}
+    assert Capabilities.from_config(config, backend="openai").models == on_openai.available_models == {"ollama/qwen"}
 
 
 def test_piflow_toml_supplies_aliases_that_pi_settings_override(tmp_path: Path, env: dict[str, str]) -> None:
@@ -72,7 +73,7 @@ def test_piflow_toml_supplies_aliases_that_pi_settings_override(tmp_path: Path, 
           json.dumps({"modelAliases": {"smart": "ollama/qwen"}}))
     config = load_config(root, env)
     assert config.model_aliases == {"fast": "openai/gpt:low", "smart": "ollama/qwen"}
-    assert capabilities(config).model_aliases == environment_from_config(config).model_aliases
+    assert Capabilities.from_config(config).model_aliases == environment_from_config(config).model_aliases
 
 
 def test_a_bad_alias_in_piflow_toml_names_the_file_and_line(tmp_path: Path, env: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ import pytest
 from test_worker_host import Host, failure, reject, run
 
 from piflow.engine.worker.instrument import instrument
+from piflow.engine.worker.protocol import AgentCall, Placement
 from piflow.errors import WorkflowError
 
 
@@ -36,12 +37,13 @@ def site(source: str, call: str, nth: int = 0) -> str:
     return f"{start}:{start + units(call)}"
 
 
-def identities(host: Host, op: str = "agent") -> dict[str, dict[str, Any]]:
-    return {call["prompt"]: call["identity"] for call in host.of(op)}
+def identities(host: Host, op: str = "agent") -> dict[str, AgentCall]:
+    """Each call of `op` by its prompt."""
+    return {call.prompt: call for call in host.of(op)}
 
 
 def paths(host: Host) -> dict[str, list[str]]:
-    return {prompt: identity["path"] for prompt, identity in identities(host).items()}
+    return {prompt: list(call.placement.path) for prompt, call in identities(host).items()}
 
 
 # -- instrumentation -------------------------------------------------------------------------------
@@ -69,7 +71,22 @@ def test_parenthesised_callee_is_a_direct_call() -> None:
     assert body_of('(agent)("x")') == '(__pi_extensible_workflows_agent)("x", "0:12")'
 
 
-@pytest.mark.parametrize("source", ['obj.agent("x")', "agent`x`", 'new agent("x")', 'const a = agent; a("x")'])
+def test_awaited_parenthesised_callee_is_a_direct_call_that_resumes_its_context() -> None:
+    """tree-sitter reads `await (agent)(...)` as a call of `await`; acorn and the runtime see
+    `await ((agent)(...))`, whose call begins at `(agent)`."""
+    assert body_of('await (agent)("x")') == (
+        "__pi_extensible_workflows_resume(__pi_extensible_workflows_context(), "
+        'await (__pi_extensible_workflows_agent)("x", "6:18"))'
+    )
+
+
+def test_escaped_callee_names_the_primitive() -> None:
+    assert body_of('\\u0061gent("x")') == '__pi_extensible_workflows_agent("x", "0:15")'
+
+
+@pytest.mark.parametrize(
+    "source", ['obj.agent("x")', "agent`x`", 'new agent("x")', 'const a = agent; a("x")', '(0, agent)("x")']
+)
 def test_other_uses_are_left_alone(source: str) -> None:
     assert body_of(source) == source
 
@@ -139,25 +156,27 @@ async def test_agent_identity() -> None:
     body = 'const s = "é😀"; await agent(s, {label: "l", fn: () => 1})'
     await run(body, host)
     [call] = host.calls
-    assert call == {
-        "t": "call",
-        "id": 1,
-        "op": "agent",
-        "prompt": "é😀",
-        "options": {"label": "l"},
-        "identity": {
-            "callSite": site(body, 'agent(s, {label: "l", fn: () => 1})'),
-            "path": [],
-            "occurrence": 1,
-            "worktreeOwner": None,
-        },
-    }
+    assert call == AgentCall(
+        id=1,
+        prompt="é😀",
+        options={"label": "l"},
+        call_site=site(body, 'agent(s, {label: "l", fn: () => 1})'),
+        placement=Placement(path=(), occurrence=1, worktree_owner=None),
+    )
+
+
+async def test_awaited_parenthesised_agent_runs_with_its_call_site() -> None:
+    host = Host()
+    body = 'const r = await (agent)("x"); await agent("y")'
+    await run(body, host)
+    sites = [call.call_site for call in host.of("agent")]
+    assert sites == [site(body, '(agent)("x")'), site(body, 'agent("y")')]
 
 
 async def test_agent_prompt_and_options_pass_through_for_the_host_to_validate() -> None:
     host = Host()
     await run("await agent(); await agent(5, [1]); await agent('x', undefined)", host)
-    assert [(call["prompt"], call["options"]) for call in host.calls] == [(None, {}), (5, [1]), ("x", {})]
+    assert [(call.prompt, call.options) for call in host.of("agent")] == [(None, {}), (5, [1]), ("x", {})]
 
 
 async def test_occurrences_count_per_call_site_in_call_order() -> None:
@@ -165,7 +184,7 @@ async def test_occurrences_count_per_call_site_in_call_order() -> None:
     body = "for (const p of ['a', 'b', 'c']) await agent(p); await agent('d')"
     await run(body, host)
     loop, last = site(body, "agent(p)"), site(body, "agent('d')")
-    assert [(i["callSite"], i["occurrence"]) for i in identities(host).values()] == [
+    assert [(i.call_site, i.placement.occurrence) for i in identities(host).values()] == [
         (loop, 1),
         (loop, 2),
         (loop, 3),
@@ -176,7 +195,7 @@ async def test_occurrences_count_per_call_site_in_call_order() -> None:
 async def test_occurrences_count_per_structural_path() -> None:
     host = Host()
     await run("const ask = (p) => agent(p); await parallel('batch', {a: () => ask('a'), b: () => ask('b')})", host)
-    assert {p: (i["path"], i["occurrence"]) for p, i in identities(host).items()} == {
+    assert {p: (list(i.placement.path), i.placement.occurrence) for p, i in identities(host).items()} == {
         "a": (["batch", "a"], 1),
         "b": (["batch", "b"], 1),
     }
@@ -293,14 +312,14 @@ async def test_named_worktree_owner() -> None:
         "return await withWorktree('  shared ', async () => { await phase('x'); return agent('in'); })", host
     )
     assert value == "echo:in"
-    assert identities(host)["in"]["worktreeOwner"] == "worktree/named/shared"
+    assert identities(host)["in"].placement.worktree_owner == "worktree/named/shared"
 
 
 async def test_unnamed_worktree_owner_is_deterministic() -> None:
     host = Host()
     body = "for (const n of [1, 2]) await withWorktree(() => agent('w' + n)); await agent('outside')"
     await run(body, host)
-    owners = {p: i["worktreeOwner"] for p, i in identities(host).items()}
+    owners = {p: i.placement.worktree_owner for p, i in identities(host).items()}
     call_site = "callsite:" + site(body, "withWorktree(() => agent('w' + n))")
     assert owners == {
         "w1": path("worktree", "unnamed", call_site, "occurrence:1"),
@@ -319,7 +338,7 @@ async def test_with_worktree_inside_parallel() -> None:
     });
     """
     await run(body, host)
-    owners = {p: (i["path"], i["worktreeOwner"]) for p, i in identities(host).items()}
+    owners = {p: (list(i.placement.path), i.placement.worktree_owner) for p, i in identities(host).items()}
     assert owners == {
         "a": (
             ["batch", "a"],
@@ -344,7 +363,7 @@ async def test_nested_worktree_overrides_and_returns_the_value_unchanged() -> No
         "[await withWorktree('inner', () => agent('x')), await agent('y')])"
     )
     assert await run(body, host) == ["echo:x", "echo:y"]
-    assert {p: i["worktreeOwner"] for p, i in identities(host).items()} == {
+    assert {p: i.placement.worktree_owner for p, i in identities(host).items()} == {
         "x": "worktree/named/inner",
         "y": "worktree/named/outer",
     }
@@ -374,13 +393,11 @@ async def test_indirect_with_worktree_is_a_trap() -> None:
 
 
 async def test_failed_at_of_an_agent_in_a_parallel_task_matches_the_spec_example() -> None:
-    def fail_second(call: dict[str, Any]) -> Any:
-        if call["prompt"] != "second":
+    def fail_second(call: AgentCall) -> Any:
+        if call.prompt != "second":
             return "ok"
-        identity = call["identity"]
-        journal = path(
-            "agent", *identity["path"], f"callsite:{identity['callSite']}", f"occurrence:{identity['occurrence']}"
-        )
+        placement = call.placement
+        journal = path("agent", *placement.path, f"callsite:{call.call_site}", f"occurrence:{placement.occurrence}")
         raise WorkflowError("AGENT_FAILED", "agent failed", failed_at=journal)
 
     error = await failure(

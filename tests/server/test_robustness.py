@@ -16,7 +16,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from piflow.analysis.analyze import analyze
-from piflow.config import capabilities, load_config
+from piflow.analysis.capabilities import Capabilities
+from piflow.config import load_config
 
 SEED_TEXT = """export const meta = { name: "fuzz" };
 phase("start");
@@ -113,7 +114,7 @@ async def test_random_edits_never_break_the_server(start, workspace: Workspace, 
             )
     served = await diagnostics(client, profile, uri)
     config = load_config(workspace.project, environ=workspace.env, tolerant=True)
-    expected = analyze(text, capabilities(config))
+    expected = analyze(text, Capabilities.from_config(config))
     assert [(item.code, item.message) for item in served] == [(f.code, f.message) for f in expected]
     assert client._server is not None and client._server.returncode is None
 

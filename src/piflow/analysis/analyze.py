@@ -39,6 +39,7 @@ def iter_findings(
     for rule in chosen.rules:
         if preflight and not rule.reference:
             continue
+        context.rule = rule.id
         yield from rule.check(context)
 
 

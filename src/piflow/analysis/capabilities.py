@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, model_availability
 from piflow.config.roles import RoleDefinition
 
 
@@ -56,6 +57,29 @@ class Capabilities:
             verified_models=verified_models,
             missing_credentials=dict(missing_credentials or {}),
             roles=dict(roles or {}),
+        )
+
+    @classmethod
+    def from_config(
+        cls, config: PiflowConfig, tools: Iterable[str] | None = None, backend: str | None = None
+    ) -> Capabilities:
+        """What a script of this project may reference on `backend` (default: the configured one).
+
+        The models come from `model_availability`, as for a launch. Without a model registry
+        nothing can be verified: `verified_models` is False, so analysis reports unknown models as
+        "cannot verify" instead of errors.
+        """
+        models = model_availability(config.registry, config.project, backend)
+        return cls.create(
+            models=models.available,
+            tools=DEFAULT_ROOT_TOOLS if tools is None else tools,
+            agent_types=config.roles.names,
+            model_aliases=config.model_aliases,
+            known_models=models.known,
+            settings_path=str(config.settings_path),
+            verified_models=models.verified,
+            missing_credentials=models.missing_credentials,
+            roles=config.roles.roles,
         )
 
     @classmethod

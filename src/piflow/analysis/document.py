@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from tree_sitter import Node, Point, Tree
 
 from piflow.analysis.facts import (
     CallFact,
     Declaration,
-    MemberCall,
     NameUse,
     Placed,
     StatementFacts,
@@ -28,6 +27,8 @@ from piflow.analysis.jsliterals import JS_WHITESPACE
 from piflow.analysis.positions import TextIndex
 from piflow.analysis.syntax import F, K, named_items, new_parser, node_text
 from piflow.analysis.walker import StatementWalker, WalkConfig
+
+T = TypeVar("T")
 
 _CACHE_LIMIT: Final = 20_000
 
@@ -200,15 +201,25 @@ class DocumentFacts:
     def __init__(self, statements: list[Placed[StatementFacts]], config: WalkConfig) -> None:
         self.statements = statements
         self.config = config
+        self._dialect: dict[type, list[Placed[Any]]] = {}
 
     @cached_property
     def calls(self) -> list[Placed[CallFact]]:
         """Workflow primitive calls in start order."""
         return [Placed(item.base, call) for item in self.statements for call in item.fact.calls]
 
-    @cached_property
-    def member_calls(self) -> list[Placed[MemberCall]]:
-        return [Placed(item.base, call) for item in self.statements for call in item.fact.member_calls]
+    def dialect(self, kind: type[T]) -> list[Placed[T]]:
+        """The dialect's own facts of one kind (`StatementFacts.dialect`), in source order."""
+        found = self._dialect.get(kind)
+        if found is None:
+            found = [
+                Placed(item.base, fact)
+                for item in self.statements
+                for fact in item.fact.dialect
+                if isinstance(fact, kind)
+            ]
+            self._dialect[kind] = found
+        return found
 
     def names(self, attribute: str) -> list[Placed[NameUse]]:
         return [Placed(item.base, use) for item in self.statements for use in getattr(item.fact, attribute)]

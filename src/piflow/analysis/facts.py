@@ -13,9 +13,6 @@ from typing import Generic, Literal, TypeVar
 from piflow.analysis.expressions import Expr
 from piflow.analysis.records import fast_init
 
-PRIMITIVES = ("agent", "conversation", "parallel", "pipeline", "checkpoint", "phase", "withWorktree")
-"""The workflow calls that preflight and inspect see (identifier callee, anywhere in the body)."""
-
 Execution = Literal["parallel", "sequential"]
 
 
@@ -115,26 +112,6 @@ class RegexLiteral:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class MemberCall:
-    """A call `runs.<method>(...)`, `state.set(...)` or `emit(...)` (pi-subagents dialect).
-
-    `observed`: the call's promise is awaited, returned, or otherwise used (not a bare statement).
-    """
-
-    target: str
-    start: int
-    end: int
-    callee_start: int
-    callee_end: int
-    args: tuple[Expr, ...]
-    observed: bool
-
-    def arg(self, index: int) -> Expr | None:
-        return self.args[index] if index < len(self.args) else None
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
 class AsyncFunction:
     """An async function, arrow or method (the pi-subagents dialect rejects them all)."""
 
@@ -152,17 +129,6 @@ class TopLevelReturn:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class RunsAllBinding:
-    """`const r = await runs.all([...])` at the top level with the literal keys of its items."""
-
-    name: str
-    keys: tuple[str, ...]
-    start: int
-    end: int
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
 class StatementFacts:
     calls: tuple[CallFact, ...] = ()
     reserved: tuple[NameUse, ...] = ()
@@ -170,10 +136,10 @@ class StatementFacts:
     syntax: tuple[SyntaxIssue, ...] = ()
     declarations: tuple[Declaration, ...] = ()
     regexes: tuple[RegexLiteral, ...] = ()
-    member_calls: tuple[MemberCall, ...] = ()
     async_functions: tuple[AsyncFunction, ...] = ()
     returns: tuple[TopLevelReturn, ...] = ()
-    runs_all_bindings: tuple[RunsAllBinding, ...] = ()
+    dialect: tuple[object, ...] = ()
+    """The facts only the dialect's rules use (`walker.DialectFacts`)."""
 
 
 T = TypeVar("T")

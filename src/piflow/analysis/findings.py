@@ -44,7 +44,8 @@ class Related:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One problem. `code` is a spec error code (`UNKNOWN_MODEL`, ...) or a dialect's own code."""
+    """One problem. `code` is a spec error code (`UNKNOWN_MODEL`, ...) or a dialect's own code;
+    `rule` the stable id of the rule that found it (`rules.RuleSpec`), None outside the rules."""
 
     code: str
     message: str
@@ -52,6 +53,7 @@ class Finding:
     range: Range
     related: tuple[Related, ...] | None = None
     fix: tuple[Fix, ...] | None = None
+    rule: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -60,6 +62,8 @@ class Finding:
             "severity": self.severity,
             "range": self.range.to_json(),
         }
+        if self.rule is not None:
+            data["rule"] = self.rule
         if self.related:
             data["related"] = [item.to_json() for item in self.related]
         if self.fix:

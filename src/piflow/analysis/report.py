@@ -63,7 +63,7 @@ def format_text(reports: Sequence[FileReport]) -> str:
 
 
 def format_json(reports: Sequence[FileReport]) -> str:
-    """One object per file with every finding (ranges 0-based, as the LSP)."""
+    """One object per file with every finding (ranges 0-based, as the LSP; `rule`: the rule's id)."""
     counts = severity_counts(reports)
     data = {
         "files": [
@@ -116,7 +116,7 @@ def _sarif_result(report: FileReport, finding: Finding, index: int) -> dict[str,
         "endLine": end.line + 1,
         "endColumn": max(end.character + 1, start.character + 1 if end.line == start.line else 1),
     }
-    return {
+    result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": index,
         "level": _SARIF_LEVELS[finding.severity],
@@ -125,3 +125,6 @@ def _sarif_result(report: FileReport, finding: Finding, index: int) -> dict[str,
             {"physicalLocation": {"artifactLocation": {"uri": report.path.replace("\\", "/")}, "region": region}}
         ],
     }
+    if finding.rule is not None:  # the check that found it (`ruleId` is the code, as SARIF viewers group by)
+        result["properties"] = {"rule": finding.rule}
+    return result

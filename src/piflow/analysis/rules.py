@@ -3,6 +3,13 @@
 A dialect lists its rules in the order its reference checks them. `preflight()` runs only the
 reference rules and raises the first finding; `analyze()` runs them all and keeps every finding.
 Neither knows the individual rules.
+
+Every rule has a stable id (kebab-case, unique within its dialect) that every finding carries as
+`Finding.rule`: the editor gets it in `Diagnostic.data.rule` (`Diagnostic.code` stays the
+finding's code, e.g. `UNKNOWN_MODEL`), `piflow check --format json` as each finding's `rule`,
+and SARIF as each result's `properties.rule` (`ruleId` stays the code, which is what a SARIF
+viewer groups alerts by). Whether a rule belongs to the reference preflight is stated by each
+registration: an editor-only rule never makes `preflight()` or a launch fail. docs/rules.md lists them all.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ class RuleContext:
     metadata: Any = UNSET
     shared: dict[str, Any] = field(default_factory=dict)
     """Results rules compute once and later rules reuse (e.g. the syntax verdict)."""
+    rule: str | None = None
+    """The id of the rule running: the findings it makes carry it."""
 
     def range(self, start: int, end: int) -> Range:
         return self.document.index.range(start, end)
@@ -59,7 +68,9 @@ class RuleContext:
     ) -> Finding:
         related_items = tuple(Related(self.range(s, e), text) for s, e, text in related)
         fix_items = tuple(fixes)
-        return Finding(code, message, severity, self.range(start, end), related_items or None, fix_items or None)
+        return Finding(
+            code, message, severity, self.range(start, end), related_items or None, fix_items or None, self.rule
+        )
 
     def did_you_mean(self, node: Expr, base: int, value: str, candidates: Collection[str]) -> list[Fix]:
         """Quick fixes replacing a string literal's text with close candidates."""
@@ -80,11 +91,12 @@ Rule = Callable[[RuleContext], Iterable[Finding]]
 
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
-    """A registered rule. `reference`: part of the reference's preflight (else an editor-only lint)."""
+    """A registered rule: its stable `id`, its check, and `reference`, always given by keyword:
+    whether it is part of the reference's preflight (else an editor-only lint)."""
 
-    name: str
+    id: str
     check: Rule
-    reference: bool = True
+    reference: bool = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

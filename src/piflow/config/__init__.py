@@ -2,16 +2,16 @@
 
 pi's files (agent dir, workflow settings, roles, models.json) and piflow's own (piflow.toml,
 the user config) are read here and nowhere else, so the analysis, the engine, the CLI and the
-language server all see the same configuration. `capabilities()` turns it into what a script
-is checked against.
+language server all see the same configuration. `Capabilities.from_config()` (in analysis: config
+imports nothing above it) turns it into what a script is checked against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 from piflow.config.availability import ModelAvailability, model_availability
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
@@ -31,9 +31,6 @@ from piflow.config.roles import RoleDefinition, RoleSet, load_roles, parse_role_
 from piflow.config.settings import WorkflowSettings, load_settings, save_model_aliases, validate_model_aliases
 from piflow.errors import WorkflowError
 
-if TYPE_CHECKING:  # config sits below analysis; Capabilities is imported lazily at run time
-    from piflow.analysis.capabilities import Capabilities
-
 __all__ = [
     "DEFAULT_ROOT_TOOLS",
     "THINKING_LEVELS",
@@ -46,7 +43,6 @@ __all__ = [
     "RoleDefinition",
     "RoleSet",
     "WorkflowSettings",
-    "capabilities",
     "load_config",
     "load_settings",
     "model_availability",
@@ -160,29 +156,4 @@ def load_config(
         roles=roles,
         registry=registry,
         problems=tuple(problems),
-    )
-
-
-def capabilities(
-    config: PiflowConfig, tools: Iterable[str] | None = None, backend: str | None = None
-) -> Capabilities:
-    """What a script of this project may reference on `backend` (default: the configured one).
-
-    The models come from `model_availability`, as for a launch. Without a model registry
-    nothing can be verified: `verified_models` is False, so analysis reports unknown models as
-    "cannot verify" instead of errors.
-    """
-    from piflow.analysis.capabilities import Capabilities
-
-    models = model_availability(config.registry, config.project, backend)
-    return Capabilities.create(
-        models=models.available,
-        tools=DEFAULT_ROOT_TOOLS if tools is None else tools,
-        agent_types=config.roles.names,
-        model_aliases=config.model_aliases,
-        known_models=models.known,
-        settings_path=str(config.settings_path),
-        verified_models=models.verified,
-        missing_credentials=models.missing_credentials,
-        roles=config.roles.roles,
     )

@@ -1,8 +1,9 @@
 """What a position in a script refers to: a primitive, an option key, a model, a role or a tool.
 
 Hover, go-to-definition and inlay hints ask the same question of a snapshot's parse tree, so the
-answer is computed here once. Only direct calls count, as in spec B.1: the second argument's object
-literal of `agent`/`conversation` holds the agent options, the first of `checkpoint` its fields.
+answer is computed here once. Only direct calls count, as analysis and the worker count them
+(`piflow.analysis.calls`): the second argument's object literal of `agent`/`conversation` holds the
+agent options, the first of `checkpoint` its fields.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Final, Literal
 
 from tree_sitter import Node
 
+from piflow.analysis.calls import call_of_callee, called_name, callee_name
 from piflow.analysis.jsliterals import string_value
 from piflow.analysis.option_keys import AGENT_OPTIONS, OPTION_OBJECTS, OptionObject
 from piflow.server.docs import PRIMITIVES
@@ -35,14 +37,6 @@ class Target:
     """For an option key: the option object it belongs to."""
 
 
-def call_name(call: Node) -> str | None:
-    """The callee of a call expression when it is a plain identifier."""
-    function = call.child_by_field_name("function")
-    if function is None or function.type != "identifier" or function.text is None:
-        return None
-    return function.text.decode("utf-8", "replace")
-
-
 def option_object(node: Node | None) -> OptionObject | None:
     """The option object a literal is, when it is the options argument of a direct primitive call."""
     if node is None or node.type != "object":
@@ -50,7 +44,7 @@ def option_object(node: Node | None) -> OptionObject | None:
     arguments = node.parent
     if arguments is None or arguments.type != "arguments" or arguments.parent is None:
         return None
-    owner = OPTION_OBJECTS.get(call_name(arguments.parent) or "")
+    owner = OPTION_OBJECTS.get(called_name(arguments.parent) or "")
     if owner is None:
         return None
     named = [child for child in arguments.named_children if child.type != "comment"]
@@ -91,9 +85,9 @@ def target_at(snapshot: Snapshot, offset: int) -> Target | None:
     if node.type in ("string_fragment", "escape_sequence") and node.parent is not None:
         node = node.parent
     parent = node.parent
-    if node.type == "identifier" and parent is not None and parent.type == "call_expression":
-        name = _text(node)
-        if name in PRIMITIVES and call_name(parent) == name:
+    if node.type == "identifier" and call_of_callee(node) is not None:
+        name = callee_name(node)
+        if name is not None and name in PRIMITIVES:
             return Target("primitive", name, node.start_byte, node.end_byte)
     if node.type == "property_identifier" and parent is not None and parent.type == "pair":
         key = _text(node)

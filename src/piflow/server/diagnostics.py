@@ -53,6 +53,7 @@ def to_diagnostic(snapshot: Snapshot, finding: Finding) -> types.Diagnostic:
         code=finding.code,
         source=SOURCE,
         related_information=related or None,
+        data=None if finding.rule is None else {"rule": finding.rule},
     )
 
 

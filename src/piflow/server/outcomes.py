@@ -1,6 +1,6 @@
 """How a script's latest run went, call by call: what run inlay hints and failed-agent diagnostics show.
 
-Agent records name their call site in their journal path (`agent/.../callsite%3A<start>%3A<end>/...`,
+Agent records name their call site in their journal path (the engine reads it: `call_site_of`,
 UTF-16 offsets into the launched body). When the document still holds the launched text, a call
 site maps straight to its call; after edits, the n-th agent call of the launched script is taken
 to be the n-th agent call of the document, as long as both have the same number of them.
@@ -8,7 +8,6 @@ to be the n-th agent call of the document, as long as both have the same number 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +15,12 @@ from typing import Any, Final
 
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.inspect import inspect_document
+from piflow.engine.journal import call_site_of
 from piflow.server.base import LanguageFeature, PiflowServer
 from piflow.server.context import AGENT_CALLS
 from piflow.server.runs import Host, Runs, canonical_path
 from piflow.server.snapshot import Snapshot
 
-CALL_SITE: Final = re.compile(r"(?:^|/)callsite%3A(\d+)%3A(\d+)(?:/|$)")
 ICONS: Final = {"completed": "✓", "failed": "✗", "cancelled": "✗", "running": "◇", "retrying": "◇"}
 Span = tuple[int, int]
 """A call's span in UTF-16 body offsets (inspect records, journal call sites)."""
@@ -58,10 +57,10 @@ def _compact(tokens: int) -> str:
 def call_results(agents: list[dict[str, Any]]) -> dict[Span, CallResult]:
     results: dict[Span, CallResult] = {}
     for agent in agents:
-        match = CALL_SITE.search(agent.get("journalPath") or "")
-        if match is None:
+        site = call_site_of(agent.get("journalPath") or "")
+        if site is None:
             continue
-        result = results.setdefault((int(match.group(1)), int(match.group(2))), CallResult())
+        result = results.setdefault(site, CallResult())
         result.states[agent["state"]] += 1
         result.tokens += int(agent.get("tokens") or 0)
         result.cost += float(agent.get("costUsd") or 0)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
+from piflow.analysis.calls import INTERNAL_NAMES, PRIMITIVES
 from piflow.analysis.expressions import (
     UNKNOWN,
     ArrayExpr,
@@ -27,7 +28,7 @@ from piflow.analysis.expressions import (
     stable_name,
     static_value,
 )
-from piflow.analysis.facts import PRIMITIVES, CallFact, Placed
+from piflow.analysis.facts import CallFact, Placed
 from piflow.analysis.findings import Finding, Fix, TextEdit
 from piflow.analysis.jsliterals import is_js_integer, js_blank
 from piflow.analysis.metadata import metadata_problem
@@ -37,7 +38,7 @@ from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleSpec
 from piflow.analysis.schemas import schema_problem
 from piflow.analysis.syntax import to_expr
 from piflow.analysis.syntax_check import syntax_problems
-from piflow.analysis.walker import INTERNAL_NAMES, WalkConfig
+from piflow.analysis.walker import WalkConfig
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, resolve_model_reference, unknown_alias_error
 from piflow.errors import WorkflowError
 
@@ -106,7 +107,7 @@ def check_syntax(ctx: RuleContext) -> Iterator[Finding]:
 def check_reserved_identifiers(ctx: RuleContext) -> Iterator[Finding]:
     """Step 3: the instrumentation names, agent's first, then conversation's, then withWorktree's."""
     uses = ctx.facts.names("reserved")
-    for name, purpose in INTERNAL_NAMES:
+    for purpose, name in INTERNAL_NAMES.items():
         for use in uses:
             if use.fact.name == name:
                 yield ctx.finding(
@@ -143,8 +144,10 @@ def check_extra_schemas(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def check_calls(ctx: RuleContext) -> Iterator[Finding]:
+    """Step 6: each call in start order through the per-call rules (their findings carry their ids)."""
     for call in ctx.facts.calls:
-        for rule in _CALL_RULES_BY_KIND[call.fact.kind]:
+        for rule_id, rule in _CALL_RULES_BY_KIND[call.fact.kind]:
+            ctx.rule = rule_id
             yield from rule(ctx, call)
 
 
@@ -379,16 +382,18 @@ def check_pipeline_shape(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[F
         )
 
 
-CALL_RULES: Final[tuple[tuple[tuple[str, ...], CallRule], ...]] = (
-    (("conversation",), check_conversation_name),
-    (("agent", "conversation"), check_agent_options),
-    (("withWorktree",), check_with_worktree),
-    (("checkpoint",), check_checkpoint_name),
-    (("parallel",), check_parallel_shape),
-    (("pipeline",), check_pipeline_shape),
+CALL_RULES: Final[tuple[tuple[str, tuple[str, ...], CallRule], ...]] = (
+    ("conversation-name", ("conversation",), check_conversation_name),
+    ("agent-options", ("agent", "conversation"), check_agent_options),
+    ("with-worktree-arguments", ("withWorktree",), check_with_worktree),
+    ("checkpoint-name", ("checkpoint",), check_checkpoint_name),
+    ("parallel-shape", ("parallel",), check_parallel_shape),
+    ("pipeline-shape", ("pipeline",), check_pipeline_shape),
 )
-"""The per-call rules in order, with the kinds of calls each applies to."""
-_CALL_RULES_BY_KIND: Final = {kind: tuple(rule for kinds, rule in CALL_RULES if kind in kinds) for kind in PRIMITIVES}
+"""The per-call rules in order (all of the reference): stable id, the kinds of calls, the check."""
+_CALL_RULES_BY_KIND: Final = {
+    kind: tuple((rule_id, rule) for rule_id, kinds, rule in CALL_RULES if kind in kinds) for kind in PRIMITIVES
+}
 
 
 # -- references (steps 9-12) -----------------------------------------------------------------------------
@@ -542,16 +547,16 @@ def dynamic_agent_role(options: Expr | None) -> bool:
 
 
 RULES: Final = (
-    RuleSpec("metadata", check_metadata),
+    RuleSpec("metadata", check_metadata, reference=True),
     RuleSpec("meta-header", check_meta_header, reference=False),
-    RuleSpec("syntax", check_syntax),
-    RuleSpec("reserved-identifiers", check_reserved_identifiers),
-    RuleSpec("direct-calls", check_direct_calls),
-    RuleSpec("extra-schemas", check_extra_schemas),
-    RuleSpec("call-checks", check_calls),
-    RuleSpec("model-availability", check_model_availability),
-    RuleSpec("tools", check_tools),
-    RuleSpec("roles", check_roles),
+    RuleSpec("syntax", check_syntax, reference=True),
+    RuleSpec("reserved-identifiers", check_reserved_identifiers, reference=True),
+    RuleSpec("direct-calls", check_direct_calls, reference=True),
+    RuleSpec("extra-schemas", check_extra_schemas, reference=True),
+    RuleSpec("call-checks", check_calls, reference=True),
+    RuleSpec("model-availability", check_model_availability, reference=True),
+    RuleSpec("tools", check_tools, reference=True),
+    RuleSpec("roles", check_roles, reference=True),
     RuleSpec("role-policy", check_role_policy, reference=False),
     RuleSpec("option-keys", check_option_keys, reference=False),
 )

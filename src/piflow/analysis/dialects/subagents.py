@@ -29,6 +29,7 @@ from typing import Any, Final
 from tree_sitter import Query, QueryCursor
 
 from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.dialects.subagents_facts import MemberCall, RunsAllBinding, SubagentsFacts
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.engine_check import checker
 from piflow.analysis.expressions import (
@@ -44,7 +45,7 @@ from piflow.analysis.expressions import (
     literal_string,
     static_value,
 )
-from piflow.analysis.facts import MemberCall, Placed
+from piflow.analysis.facts import Placed
 from piflow.analysis.findings import Finding
 from piflow.analysis.jsliterals import is_js_integer, js_blank
 from piflow.analysis.rules import Dialect, RuleContext, RuleSpec
@@ -89,7 +90,7 @@ def _span(call: Placed[Any], node: Expr | PropertyExpr | None) -> tuple[int, int
 
 
 def _calls(ctx: RuleContext, *targets: str) -> Iterator[Placed[MemberCall]]:
-    return (call for call in ctx.facts.member_calls if call.fact.target in targets)
+    return (call for call in ctx.facts.dialect(MemberCall) if call.fact.target in targets)
 
 
 # -- validate (A.12) -------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def _all_items(call: Placed[MemberCall]) -> Iterator[tuple[int, ObjectExpr]]:
 
 
 def check_keys(ctx: RuleContext) -> Iterator[Finding]:
-    for call in ctx.facts.member_calls:
+    for call in ctx.facts.dialect(MemberCall):
         target = call.fact.target
         if target in ("runs.run", "runs.host") and _key_problem(call.fact.arg(0)):
             yield ctx.finding("SUBAGENTS_KEY", _key_message(f"{target} key"), *_span(call, call.fact.arg(0)))
@@ -189,7 +190,7 @@ def json_reason(node: Expr | None, *, allow_undefined: bool = False) -> str | No
 
 
 def check_params(ctx: RuleContext) -> Iterator[Finding]:
-    for call in ctx.facts.member_calls:
+    for call in ctx.facts.dialect(MemberCall):
         if call.fact.target == "runs.run":
             reason = json_reason(call.fact.arg(1))
             if reason:
@@ -221,9 +222,7 @@ def check_boundary(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def check_keyed_access(ctx: RuleContext) -> Iterator[Finding]:
-    bindings = [
-        (item.at(binding.end), binding) for item in ctx.facts.statements for binding in item.fact.runs_all_bindings
-    ]
+    bindings = [(binding.at(binding.fact.end), binding.fact) for binding in ctx.facts.dialect(RunsAllBinding)]
     if not bindings:
         return
     data = ctx.document.data
@@ -304,7 +303,7 @@ def _relative_path(value: Any) -> bool:
 
 
 def check_child_params(ctx: RuleContext) -> Iterator[Finding]:
-    for call in ctx.facts.member_calls:
+    for call in ctx.facts.dialect(MemberCall):
         if call.fact.target == "runs.run" and isinstance(call.fact.arg(1), ObjectExpr):
             params = call.fact.arg(1)
             assert isinstance(params, ObjectExpr)
@@ -409,20 +408,22 @@ def check_unawaited(ctx: RuleContext) -> Iterator[Finding]:
 
 
 RULES: Final = (
-    RuleSpec("empty", check_empty),
-    RuleSpec("syntax", check_syntax),
-    RuleSpec("nested-async", check_nested_async),
-    RuleSpec("keys", check_keys),
-    RuleSpec("params", check_params),
-    RuleSpec("boundary", check_boundary),
-    RuleSpec("keyed-access", check_keyed_access),
-    RuleSpec("host", check_host),
+    RuleSpec("empty", check_empty, reference=True),
+    RuleSpec("syntax", check_syntax, reference=True),
+    RuleSpec("nested-async", check_nested_async, reference=True),
+    RuleSpec("keys", check_keys, reference=True),
+    RuleSpec("params", check_params, reference=True),
+    RuleSpec("boundary", check_boundary, reference=True),
+    RuleSpec("keyed-access", check_keyed_access, reference=True),
+    RuleSpec("host", check_host, reference=True),
     RuleSpec("child-params", check_child_params, reference=False),
     RuleSpec("steer", check_steer, reference=False),
     RuleSpec("unawaited", check_unawaited, reference=False),
 )
 
-DIALECT: Final = Dialect(NAME, WalkConfig(strict=False, module=False), RULES, "SUBAGENTS_SYNTAX")
+DIALECT: Final = Dialect(
+    NAME, WalkConfig(strict=False, module=False, dialect_facts=SubagentsFacts), RULES, "SUBAGENTS_SYNTAX"
+)
 
 
 def validate_subagents_script(script: str, *, compile: bool = True) -> dict[str, Any]:

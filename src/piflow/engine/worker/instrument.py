@@ -2,8 +2,8 @@
 
 Two rewrites, both found with tree-sitter and applied as text edits on the UTF-8 body:
 
-* identity: every direct call `agent(...)`, `conversation(...)`, `withWorktree(...)` (identifier
-  callee, possibly parenthesised; member calls and tagged templates are not calls) calls the
+* identity: every direct call `agent(...)`, `conversation(...)`, `withWorktree(...)` (as
+  `piflow.analysis.calls` recognises them, the same calls analysis and the editor see) calls the
   internal function instead, with a trailing call-site argument `"<start>:<end>"` in UTF-16 offsets
   of the body, exactly as the reference's acorn-based rewrite does;
 * async context: QuickJS has no AsyncLocalStorage, so the structural path and worktree owner live in
@@ -21,18 +21,12 @@ from __future__ import annotations
 
 from typing import Final
 
-import tree_sitter_javascript
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Node, Parser, Query, QueryCursor
 
+from piflow.analysis.calls import INTERNAL_NAMES, await_operand, awaited_expression, callee_name, direct_call
 from piflow.analysis.positions import TextIndex
+from piflow.analysis.syntax import LANGUAGE
 from piflow.errors import WorkflowError
-
-INTERNAL_NAMES: Final[dict[str, str]] = {
-    "agent": "__pi_extensible_workflows_agent",
-    "conversation": "__pi_extensible_workflows_conversation",
-    "withWorktree": "__pi_extensible_workflows_withWorktree",
-}
-"""Instrumented primitives and the internal parameter each direct call is rewritten to."""
 
 CONTEXT_NAME: Final = "__pi_extensible_workflows_context"
 """Parameter of the compiled body: returns the current async context."""
@@ -42,13 +36,10 @@ PARAMETERS: Final = (*INTERNAL_NAMES.values(), CONTEXT_NAME, RESUME_NAME)
 
 _TRY_CONTEXT: Final = "__pi_extensible_workflows_try"
 _LOOP_CONTEXT: Final = "__pi_extensible_workflows_loop"
-_LANGUAGE: Final = Language(tree_sitter_javascript.language())
 _REWRITES: Final = Query(
-    _LANGUAGE,
+    LANGUAGE,
     """
-    (call_expression function: (identifier) @callee arguments: (arguments) @arguments
-      (#any-of? @callee "agent" "conversation" "withWorktree")) @call
-    (call_expression function: (parenthesized_expression) @callee arguments: (arguments) @arguments) @call
+    (call_expression) @call
     (await_expression) @await
     (try_statement) @try
     (for_in_statement "await") @for_await
@@ -56,7 +47,7 @@ _REWRITES: Final = Query(
 )
 _RESERVED_NAMES: Final = " ".join(f'"{name}"' for name in INTERNAL_NAMES.values())
 _RESERVED: Final = Query(
-    _LANGUAGE,
+    LANGUAGE,
     f"""
     ([(identifier) (property_identifier) (shorthand_property_identifier)
       (shorthand_property_identifier_pattern) (statement_identifier)] @name
@@ -92,12 +83,12 @@ def instrument(body: str) -> str:
     body's first line, so line numbers in runtime errors stay those of the script.
     """
     data = body.encode("utf-8", "surrogatepass")
-    root = Parser(_LANGUAGE).parse(data).root_node
+    root = Parser(LANGUAGE).parse(data).root_node
     if root.has_error:
         raise _syntax_error(root, TextIndex(body, data))
     if b"__pi_extensible_workflows_" in data:
         _reject_reserved_identifiers(root, data)
-    edits = _edits(root, data, TextIndex(body, data))
+    edits = _edits(root, TextIndex(body, data))
     out: list[bytes] = []
     cursor = 0
     for position, _phase, _order, _tie, end, text in sorted(edits):
@@ -130,15 +121,13 @@ def _text(node: Node, data: bytes) -> str:
     return data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
 
 
-def _edits(root: Node, data: bytes, index: TextIndex) -> list[Edit]:
+def _edits(root: Node, index: TextIndex) -> list[Edit]:
     edits: list[Edit] = []
     for _pattern, captures in QueryCursor(_REWRITES).matches(root):
         if "call" in captures:
-            _call(captures["call"][0], captures["callee"][0], captures["arguments"][0], data, index, edits)
+            _call(captures["call"][0], index, edits)
         elif "await" in captures:
-            node = captures["await"][0]
-            edits.append(_opening(node.start_byte, node.end_byte, f"{RESUME_NAME}({CONTEXT_NAME}(), "))
-            edits.append(_closing(node.end_byte, node.start_byte, ")"))
+            _await(captures["await"][0], edits)
         elif "try" in captures:
             _try(captures["try"][0], edits)
         else:
@@ -146,17 +135,28 @@ def _edits(root: Node, data: bytes, index: TextIndex) -> list[Edit]:
     return edits
 
 
-def _call(call: Node, callee: Node, arguments: Node, data: bytes, index: TextIndex, edits: list[Edit]) -> None:
-    while callee.type == "parenthesized_expression" and callee.named_child_count == 1:
-        callee = callee.named_children[0]
-    internal = INTERNAL_NAMES.get(_text(callee, data)) if callee.type == "identifier" else None
+def _call(node: Node, index: TextIndex, edits: list[Edit]) -> None:
+    if await_operand(node) is not None:  # `await (x)...`, which tree-sitter reads as a call of `await`
+        _await(node, edits, awaited_expression(node).end_byte)
+    call = direct_call(node)
+    if call is None:
+        return
+    start, callee, arguments = call
+    internal = INTERNAL_NAMES.get(callee_name(callee) or "")
     if internal is None:
         return
     tokens = [child for child in arguments.children if child.type != "comment"]
     separator = ", " if len(tokens) > 2 and tokens[-2].type != "," else ""
-    call_site = f"{index.byte_to_utf16(call.start_byte)}:{index.byte_to_utf16(call.end_byte)}"
+    call_site = f"{index.byte_to_utf16(start)}:{index.byte_to_utf16(node.end_byte)}"
     edits.append((callee.start_byte, 1, 0, 2, callee.end_byte, internal))
-    edits.append(_closing(tokens[-1].start_byte, call.start_byte, f'{separator}"{call_site}"'))
+    edits.append(_closing(tokens[-1].start_byte, start, f'{separator}"{call_site}"'))
+
+
+def _await(node: Node, edits: list[Edit], end: int | None = None) -> None:
+    """Re-establish the context captured before an `await` that suspends (from `node` to `end`)."""
+    stop = node.end_byte if end is None else end
+    edits.append(_opening(node.start_byte, stop, f"{RESUME_NAME}({CONTEXT_NAME}(), "))
+    edits.append(_closing(stop, node.start_byte, ")"))
 
 
 def _try(node: Node, edits: list[Edit]) -> None:
