@@ -23,17 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine import fan_out_script  # bench/engine.py: the same N-agent fan-out with a final checkpoint
+
 PIFLOW = [sys.executable, "-m", "piflow"]
 ONE_AGENT = 'const answer = await agent("Say hello", { label: "hello" });\nreturn answer;\n'
-
-
-def fan_out(n: int) -> str:
-    tasks = ",\n".join(f"  t{i}: () => agent('task {i}')" for i in range(n))
-    return (
-        f'const results = await parallel("fan", {{\n{tasks}\n}});\n'
-        'const go = await checkpoint({name: "done", prompt: "Finish?", context: null});\n'
-        "return {count: Object.keys(results).length, go};\n"
-    )
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -90,7 +83,7 @@ def main() -> int:
         print(f"piflow run, one agent, to completion: {run:6.3f} s (target 0.35 s)")
         for n in args.agents:
             script = f"fan-{n}.workflow.js"
-            (project / script).write_text(fan_out(n))
+            (project / script).write_text(fan_out_script(n))
             samples = []
             for _ in range(max(1, args.runs // 3) if n > 1000 else args.runs):
                 run_id = interrupted_run(project, script, env)
