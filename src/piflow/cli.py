@@ -1,13 +1,15 @@
 """The `piflow` command: an argparse front end whose subcommands live in their own modules.
 
 Each subcommand module exposes `register(commands)`, adding its parser(s) to argparse's
-subcommands and setting `handler=<function(args) -> exit code>`. To add commands, append the
-module's `register` to `REGISTRARS` (e.g. `piflow.cli_runs.register` for run/resume/runs/...).
+subcommands and setting `handler=<function(args) -> exit code>`. To add a command, name its module
+in `COMMANDS`. Only the module of the command being run is imported (`piflow check` never loads
+the engine, `piflow run` never loads the server); help and usage errors load them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -17,10 +19,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from piflow import __version__, cli_check, cli_doctor, cli_runs, server
-from piflow.cli_check import UsageError
-from piflow.config.paths import state_dir
-from piflow.engine.store import StoreError
+from piflow import __version__
 from piflow.errors import WorkflowError
 
 EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
@@ -30,16 +29,34 @@ EXIT_BUG: Final = 70
 
 Registrar = Callable[[Any], None]
 
-REGISTRARS: Final[list[Registrar]] = [cli_check.register, cli_runs.register, cli_doctor.register, server.register]
+_RUNS: Final = "piflow.cli_runs"
+COMMANDS: Final[dict[str, str]] = {
+    "check": "piflow.cli_check",
+    **dict.fromkeys(("run", "resume", "runs", "show", "pause", "stop", "approve", "reject", "budget"), _RUNS),
+    "doctor": "piflow.cli_doctor",
+    "serve": "piflow.server",
+}
+"""Each command and the module that registers it, in the order `piflow --help` lists them."""
 
 
-def build_parser(registrars: Sequence[Registrar] = REGISTRARS) -> argparse.ArgumentParser:
+def registrars(argv: Sequence[str]) -> list[Registrar]:
+    """The `register` functions `argv` needs: its command's module alone, or every module.
+
+    The top-level options take no value, so the first argument that is not an option is the
+    command; without a known one (help, a typo) every command is registered, to be listed.
+    """
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    return [importlib.import_module(module).register for module in modules]
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="piflow", description="Language server and durable engine for agent workflow scripts."
     )
     parser.add_argument("--version", action="version", version=f"piflow {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in registrars:
+    for register in registrars(argv):
         register(commands)
     return parser
 
@@ -62,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = _dispatch(argv)
         sys.stdout.flush()  # inside the try: a reader that went away (`| head`) is not an error
     except BrokenPipeError:
-        cli_runs.silence_stdout()
+        from piflow.cli_runs import silence_stdout
+
+        silence_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:  # Ctrl-C outside a run's owner (which ends its runs cleanly itself)
         print("\npiflow: interrupted", file=sys.stderr)
@@ -75,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def report_bug(exc: BaseException) -> None:
     """A bug of piflow's: one line for the user, the traceback in a file they can attach to a report."""
+    from piflow.config.paths import state_dir  # `piflow.config` loads pydantic: only a crash pays for it here
+
     where = state_dir() / "crashes" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     text = f"piflow {__version__}, Python {sys.version.split()[0]}, argv {sys.argv!r}\n" + "".join(
         traceback.format_exception(exc)
@@ -96,30 +117,41 @@ def _single(exc: BaseException) -> BaseException:
     return exc
 
 
+def _is_error(error: BaseException, module: str, name: str) -> bool:
+    """Whether `error` is a `module.name`, without importing `module`: unloaded, it raised nothing."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(error, getattr(loaded, name))
+
+
 def _dispatch(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exit_:  # argparse exits 2 on usage errors, 0 for --help/--version
         return int(exit_.code or 0)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = arguments
     try:
         result: int = handler(args)
-    except (WorkflowError, UsageError, BaseExceptionGroup) as raised:
+    except (Exception, BaseExceptionGroup) as raised:  # a group may hold a KeyboardInterrupt
         error = _single(raised)
-        if isinstance(error, StoreError):
-            print(cli_runs.store_failure_text(error, getattr(args, "owned", None)), file=sys.stderr)
+        if _is_error(error, "piflow.engine.store", "StoreError"):
+            from piflow.cli_runs import store_failure_text
+
+            print(store_failure_text(error, getattr(args, "owned", None)), file=sys.stderr)  # type: ignore[arg-type]
             return 1
         if isinstance(error, WorkflowError):
             print(f"piflow: {error.code}: {error.message}", file=sys.stderr)
             return 2
-        if isinstance(error, UsageError):
+        if _is_error(error, "piflow.cli_check", "UsageError"):
             print(f"piflow {args.command}: {error}", file=sys.stderr)
             return 2
+        if error is raised:
+            raise
         raise error from None
     return result
 

@@ -1,0 +1,86 @@
+"""Fast start: a piflow process imports only what its command runs (issue 15).
+
+Each check runs in a fresh interpreter, since what a process has imported is the behaviour tested.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from piflow.cli import COMMANDS, build_parser
+
+
+def run_python(code: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def loaded(code: str, modules: list[str], cwd: Path | None = None) -> list[str]:
+    """The `modules` loaded after running `code` in a fresh interpreter."""
+    probe = f"{textwrap.dedent(code)}\nimport sys\nprint('loaded:', *(m for m in {modules!r} if m in sys.modules))"
+    return run_python(probe, cwd).splitlines()[-1].split()[1:]
+
+
+def test_analyze_and_preflight_stay_functions_when_their_modules_are_imported_first() -> None:
+    out = run_python("""
+        import piflow.analysis.analyze, piflow.analysis.preflight
+        import types
+        from piflow.analysis import analyze, preflight
+        from piflow import analyze as top_analyze, preflight as top_preflight
+        import piflow.analysis
+        assert isinstance(analyze, types.FunctionType) and analyze.__module__ == "piflow.analysis.analyze"
+        assert isinstance(preflight, types.FunctionType) and preflight.__module__ == "piflow.analysis.preflight"
+        assert top_analyze is analyze and top_preflight is preflight
+        assert piflow.analysis.analyze is analyze and piflow.analysis.preflight is preflight
+        print(len(analyze("await agent('x', {label: 'a'});", piflow.analysis.Capabilities.from_json(
+            {"models": [], "tools": [], "agentTypes": []}))))
+    """)
+    assert out.isdigit()
+
+
+def test_every_public_name_is_the_object_of_its_defining_module() -> None:
+    out = run_python("""
+        import importlib, piflow, piflow.analysis
+        for package in (piflow, piflow.analysis):
+            for name in package.__all__:
+                value = getattr(package, name)
+                exported = package._exports.get(name)
+                assert exported is not None or name == "__version__", name
+                if exported is not None:
+                    assert value is getattr(importlib.import_module(exported), name), name
+            assert set(package._exports) <= set(package.__all__), package
+            assert set(package.__all__) <= set(dir(package)), package
+        try:
+            piflow.no_such_name
+        except AttributeError as error:
+            print(error)
+    """)
+    assert out == "module 'piflow' has no attribute 'no_such_name'"
+
+
+def test_the_worker_imports_neither_config_nor_the_dialects_nor_pydantic() -> None:
+    heavy = ["piflow.config", "piflow.analysis.dialects", "piflow.analysis.analyze", "pydantic", "jsonschema", "anyio"]
+    assert loaded("import piflow.engine.worker.__main__", heavy) == []
+
+
+def test_check_imports_neither_the_engine_nor_the_server(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['check', 'one.workflow.js']) == 0"
+    assert loaded(code, ["piflow.engine.engine", "piflow.engine.store", "anyio", "piflow.server.app"], tmp_path) == []
+
+
+def test_run_commands_do_not_import_the_language_server() -> None:
+    code = "from piflow.cli import main\nassert main(['runs', '--help']) == 0"
+    assert loaded(code, ["piflow.server.app", "pygls", "lsprotocol"]) == []
+
+
+def test_the_command_table_names_every_command_in_help_order() -> None:
+    parser = build_parser([])  # no command: every module registers its commands
+    (commands,) = [action for action in parser._actions if action.dest == "command"]
+    assert list(commands.choices) == list(COMMANDS)  # type: ignore[arg-type]
