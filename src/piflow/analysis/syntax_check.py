@@ -4,21 +4,47 @@ Two sources: the walk's findings on the tree-sitter tree (every error, while typ
 compile mode, the engine check (acorn + body compile, see `engine_check`), which is authoritative:
 its first error replaces any tree-sitter guess before it, and when acorn accepts a text, tree-sitter's
 acorn-style complaints are dropped as false alarms.
+
+acorn in QuickJS is slow (no JIT: ~150 ms per thousand lines), and its wording matters only when
+there is an error. So a text whose tree-sitter walk found nothing and that QuickJS compiles natively
+as strict code is accepted without acorn (`_natively_accepted`); verdicts are kept by content hash,
+and a run's launch snapshot hands its verdict to a cold resume (`remember_accepted`).
+`tests/test_syntax_fast_path.py` proves both paths give the same verdicts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from enum import Enum
 from typing import Final, Literal
 
+from tree_sitter import Query, QueryCursor
+
 from piflow.analysis.document import DocumentFacts, ScriptDocument
+from piflow.analysis.early_errors import has_optional_chain
 from piflow.analysis.engine_check import checker
+from piflow.analysis.syntax import LANGUAGE
 
 _V8_REGEX_MESSAGES: Final = {
     "invalid group": "Invalid group",
     "duplicate group name": "Duplicate capture group name",
 }
 _ACORN_REGEX_MESSAGES: Final = {"invalid group name": "Invalid capture group name"}
+_NATIVE_UNSAFE: Final = ("<!--", "-->", "\u2028", "\u2029")
+"""Texts QuickJS's script grammar may read differently from acorn's module grammar (HTML-like
+comments exist only in scripts) or tokenise differently from tree-sitter (line separators): these
+always go to acorn."""
+_AWAIT: Final = re.compile(rb"(?<![\w$\\])await(?![\w$\\])")
+_ESCAPE: Final = re.compile(rb"\\u")
+_INERT: Final = frozenset({"comment", "string_fragment", "escape_sequence", "regex_pattern", "template_string"})
+"""Node types where a word or an escape is text, not code."""
+_AWAIT_ALLOWED: Final = _INERT | {"await", "property_identifier", "private_property_identifier"}
+_NEW_CALLEES: Final = Query(LANGUAGE, "(new_expression constructor: (_) @callee)")
+_VERDICTS_LIMIT: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +95,74 @@ def syntax_problems(
     return _with_engine_check(document, facts, found)
 
 
+class _Partial(Enum):
+    REFERENCE_CLEAN = "reference-clean"
+    """The reference's parsers accept the text; piflow's own compile has not been asked yet."""
+
+
+_Verdict = tuple[SyntaxProblem, ...] | _Partial
+
+
+class _Verdicts:
+    """The engine check's verdict by content hash: an LRU shared by this process's threads."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, _Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> _Verdict | None:
+        with self._lock:
+            verdict = self._entries.get(digest)
+            if verdict is not None:
+                self._entries.move_to_end(digest)
+            return verdict
+
+    def put(self, digest: str, verdict: _Verdict) -> None:
+        with self._lock:
+            self._entries[digest] = verdict
+            self._entries.move_to_end(digest)
+            while len(self._entries) > _VERDICTS_LIMIT:
+                self._entries.popitem(last=False)
+
+
+_verdicts = _Verdicts()
+
+
+def syntax_digest(text: str) -> str:
+    """The content hash a text's verdict is kept under (hex: launch snapshots record it)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def remember_accepted(digest: str) -> None:
+    """Record that the text with this `syntax_digest` passed the exact check elsewhere (a run's launch)."""
+    if _verdicts.get(digest) is None:
+        _verdicts.put(digest, _Partial.REFERENCE_CLEAN)
+
+
 def _with_engine_check(
     document: ScriptDocument, facts: DocumentFacts, found: list[SyntaxProblem]
 ) -> list[SyntaxProblem]:
+    digest = syntax_digest(document.text)
+    known = _verdicts.get(digest)
+    if isinstance(known, tuple):
+        return list(known)
+    if known is _Partial.REFERENCE_CLEAN:
+        verdict = _body_compile_problems(document)
+    else:
+        verdict = _engine_verdict(document, facts, found)
+    _verdicts.put(digest, tuple(verdict))
+    return verdict
+
+
+def _engine_verdict(
+    document: ScriptDocument, facts: DocumentFacts, found: list[SyntaxProblem]
+) -> list[SyntaxProblem]:
+    if _natively_accepted(document, found):
+        # acorn accepts; the regex check stays exact; the strict compile of the whole text implies
+        # the sloppy compile of its body
+        return _regex_problems(document, facts)
     index = document.index
-    engine = checker()
-    acorn = engine.acorn_error(document.text, module=True)
+    acorn = checker().acorn_error(document.text, module=True)
     if acorn is not None:
         start = index.utf16_to_byte(acorn.offset)
         end = _token_end(document, start, max(index.utf16_to_byte(acorn.end_offset), start))
@@ -83,9 +171,46 @@ def _with_engine_check(
     v8 = [problem for problem in found if problem.source == "v8"]
     v8.extend(_regex_problems(document, facts))
     v8.sort(key=lambda problem: problem.start)
-    if v8:
-        return v8
-    compiled = engine.compile_error(document.body_text)
+    return v8 or _body_compile_problems(document)
+
+
+def _natively_accepted(document: ScriptDocument, found: list[SyntaxProblem]) -> bool:
+    """Whether acorn would accept the text, known without running it: tree-sitter and the early-error
+    walk found nothing, nothing in the text reads differently in QuickJS's script grammar, and QuickJS
+    compiles the whole text (header included, its `export` blanked) as a strict async arrow body."""
+    text = document.text
+    if found or any(marker in text for marker in _NATIVE_UNSAFE) or _stricter_in_a_module(document):
+        return False
+    header = document.header
+    if header is not None:
+        start = document.index.byte_to_char(header.start)
+        if not text.startswith("export", start):
+            return False
+        text = f"{text[:start]}      {text[start + 6 :]}"
+    return checker().strict_compiles(text)
+
+
+def _stricter_in_a_module(document: ScriptDocument) -> bool:
+    """Code acorn's module grammar rejects that QuickJS's script grammar accepts and the early-error
+    walk does not look for: `await` as an identifier (in a non-async function), an identifier spelt
+    with escapes, a `new` whose callee holds `?.`."""
+    data = document.data
+    root = document.tree.root_node
+    for pattern, allowed in ((_AWAIT, _AWAIT_ALLOWED), (_ESCAPE, _INERT)):
+        for match in pattern.finditer(data):
+            node = root.descendant_for_byte_range(match.start(), match.end())
+            if node is None or node.type not in allowed:
+                return True
+    if b"?." in data and b"new" in data:
+        callees = QueryCursor(_NEW_CALLEES).captures(root).get("callee", [])
+        return any(has_optional_chain(callee) for callee in callees)
+    return False
+
+
+def _body_compile_problems(document: ScriptDocument) -> list[SyntaxProblem]:
+    """piflow's own engine's verdict on a text the reference accepts: at most one warning."""
+    index = document.index
+    compiled = checker().compile_error(document.body_text)
     if compiled is None:
         return []
     line = (compiled.line or 1) - 1 + index.position(document.body_start).line

@@ -10,6 +10,7 @@ from piflow.analysis.dialects import detect_dialect, subagents
 from piflow.analysis.launch import validate_workflow_launch
 from piflow.analysis.preflight import preflight
 from piflow.analysis.script import split_meta
+from piflow.analysis.syntax_check import remember_accepted, syntax_digest
 from piflow.config.model_refs import resolve_model_reference
 from piflow.engine.resolution import ResolutionContext, RoleSpec
 from piflow.errors import WorkflowError
@@ -97,6 +98,7 @@ def build_snapshot(
         "fixtures": request.fixtures or env.fixtures,
         "launchModel": env.launch_model,
         "scriptPath": request.script_path,
+        "syntaxDigest": syntax_digest(launch.script),
     }
 
 
@@ -131,7 +133,10 @@ def check_cold_resume(snapshot: dict[str, Any], env: LaunchEnvironment) -> tuple
         settings_path=env.settings_path,
         skip_model_availability=True,
     )
-    preflight(snapshot["script"], caps, snapshot.get("schemas") or (), snapshot.get("metadata"))
+    script = snapshot["script"]
+    if snapshot.get("syntaxDigest") == syntax_digest(script):
+        remember_accepted(snapshot["syntaxDigest"])  # the launch passed the exact syntax check on this very text
+    preflight(script, caps, snapshot.get("schemas") or (), snapshot.get("metadata"))
     blocked = dict(snapshot.get("blockedAliases") or {})
     blocked.update({a: t for a, t in old_aliases.items() if a not in env.model_aliases})
     changes = sorted(
