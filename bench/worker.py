@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
 import anyio
 
 from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.protocol import AgentCall
 
 LOOP_SCRIPT = """
 const tasks = Object.fromEntries(Array.from({length: args.n}, (_, i) => ["t" + i, () => agent("task " + i)]));
@@ -33,10 +33,10 @@ async def measure(body: str, n: int) -> tuple[float, float]:
     """(seconds to the first call, seconds end to end) for one run."""
     first: list[float] = []
 
-    def answer(call: dict[str, Any]) -> str:
+    def answer(call: AgentCall) -> str:
         if not first:
             first.append(time.perf_counter())
-        return f"done: {call['prompt']}"
+        return f"done: {call.prompt}"
 
     started = time.perf_counter()
     worker = WorkerProcess()

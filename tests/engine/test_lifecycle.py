@@ -5,11 +5,11 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from piflow.engine.lifecycle import RunLifecycle
+from piflow.engine.lifecycle import RunLifecycle, RunState
 from piflow.errors import WorkflowError
 
 
-def make(state: str = "running") -> tuple[RunLifecycle, list[tuple[str, str, str | None]]]:
+def make(state: RunState = RunState.RUNNING) -> tuple[RunLifecycle, list[tuple[str, str, str | None]]]:
     seen: list[tuple[str, str, str | None]] = []
     return RunLifecycle(state, lambda prev, new, reason: seen.append((prev, new, reason))), seen
 
@@ -55,7 +55,7 @@ async def test_enter_on_a_stopped_run_is_cancelled() -> None:
 
 
 def test_pause_and_resume_refuse_wrong_states() -> None:
-    life, _ = make("completed")
+    life, _ = make(RunState.COMPLETED)
     with pytest.raises(WorkflowError, match="Cannot pause completed run"):
         life.pause()
     with pytest.raises(WorkflowError, match="Cannot resume completed run"):
@@ -81,6 +81,6 @@ async def test_awaiting_input_and_resolution() -> None:
 
 
 async def test_awaiting_input_refused_for_an_ended_run() -> None:
-    life, _ = make("interrupted")
+    life, _ = make(RunState.INTERRUPTED)
     with pytest.raises(WorkflowError, match="Cannot await input for interrupted run"):
         await life.enter_awaiting_input()

@@ -11,21 +11,23 @@ from typing import Any
 import pytest
 
 from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.protocol import AgentCall, CheckpointCall, FunctionCall, TurnCall, WorkerCall
 from piflow.errors import WorkflowError
 
-Handler = Callable[[dict[str, Any]], Any]
+Handler = Callable[[Any], Any]
+"""Answers one typed call (`piflow.engine.worker.protocol`); each handler serves the op it is named after."""
 
 
-def _echo(call: dict[str, Any]) -> Any:
-    op = call["op"]
-    if op == "agent":
-        return f"echo:{call['prompt']}"
-    if op == "turn":
-        return f"turn{call['turn']}:{call['prompt']}"
-    if op == "checkpoint":
-        return "approved"
-    if op == "function":
-        return {"function": call["name"], "input": call["input"]}
+def _echo(call: WorkerCall) -> Any:
+    match call:
+        case AgentCall():
+            return f"echo:{call.prompt}"
+        case TurnCall():
+            return f"turn{call.turn}:{call.prompt}"
+        case CheckpointCall():
+            return "approved"
+        case FunctionCall():
+            return {"function": call.name, "input": call.input}
     return None
 
 
@@ -34,14 +36,14 @@ class Host:
 
     def __init__(self, **handlers: Handler) -> None:
         self.handlers = handlers
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[WorkerCall] = []
 
-    def __call__(self, call: dict[str, Any]) -> Any:
+    def __call__(self, call: WorkerCall) -> Any:
         self.calls.append(call)
-        return self.handlers.get(call["op"], _echo)(call)
+        return self.handlers.get(call.op, _echo)(call)
 
-    def of(self, op: str) -> list[dict[str, Any]]:
-        return [call for call in self.calls if call["op"] == op]
+    def of(self, op: str) -> list[Any]:
+        return [call for call in self.calls if call.op == op]
 
 
 async def run(body: str, host: Host | None = None, **start: Any) -> Any:
@@ -61,7 +63,7 @@ async def failure(body: str, host: Host | None = None, **start: Any) -> Workflow
 def reject(code: str, message: str, failed_at: str | None = None) -> Handler:
     """A handler failing every call with this error."""
 
-    def handler(call: dict[str, Any]) -> Any:
+    def handler(call: WorkerCall) -> Any:
         raise WorkflowError(code, message, failed_at=failed_at)
 
     return handler

@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 from test_worker_host import Host, failure, reject, run
 
+from piflow.engine.worker.protocol import AgentCall, FunctionCall, LogCall, PhaseCall, Placement, TurnCall
 from piflow.errors import WorkflowError
 
 
@@ -15,17 +16,17 @@ def path(*names: str) -> str:
     return "/".join(quote(name, safe="-_.!~*'()") for name in names)
 
 
-def agent_path(call: dict[str, Any]) -> str:
+def agent_path(call: AgentCall) -> str:
     """The agent's journal path (G.2), as the host computes it for failedAt."""
-    identity = call["identity"]
-    return path("agent", *identity["path"], f"callsite:{identity['callSite']}", f"occurrence:{identity['occurrence']}")
+    placement = call.placement
+    return path("agent", *placement.path, f"callsite:{call.call_site}", f"occurrence:{placement.occurrence}")
 
 
 def failing_agent(prompt: str, code: str = "AGENT_FAILED") -> Any:
-    def answer(call: dict[str, Any]) -> Any:
-        if call["prompt"] == prompt:
+    def answer(call: AgentCall) -> Any:
+        if call.prompt == prompt:
             raise WorkflowError(code, f"{prompt} failed", failed_at=agent_path(call))
-        return f"echo:{call['prompt']}"
+        return f"echo:{call.prompt}"
 
     return answer
 
@@ -93,7 +94,7 @@ async def test_parallel_waits_for_every_task_before_failing() -> None:
         "b: async () => { await phase('p'); await agent('b'); }})"
     )
     await failure(body, host)
-    assert [call["op"] for call in host.calls] == ["phase", "agent"]
+    assert [call.op for call in host.calls] == ["phase", "agent"]
 
 
 async def test_parallel_failed_at_wraps_the_inner_path() -> None:
@@ -180,19 +181,21 @@ async def test_conversation_turns() -> None:
     assert await run(body, host) == [True, "turn1:one", "turn2:two"]
     first, second = host.of("turn")
     call_site = f"{body.index('conversation(')}:{body.index('});') + 2}"
-    identity = {"name": "dev", "callSite": call_site, "path": [], "occurrence": 1, "worktreeOwner": None}
-    assert first == {
-        "t": "call",
-        "id": 1,
-        "op": "turn",
-        "prompt": "one",
-        "options": {"model": "m", "timeoutMs": 5, "retries": 1},
-        "conversation": identity,
-        "turn": 1,
-    }
-    assert (second["options"], second["conversation"], second["turn"]) == (
+    placement = Placement(path=(), occurrence=1, worktree_owner=None)
+    assert first == TurnCall(
+        id=1,
+        prompt="one",
+        options={"model": "m", "timeoutMs": 5, "retries": 1},
+        conversation="dev",
+        call_site=call_site,
+        placement=placement,
+        turn=1,
+    )
+    assert (second.options, second.conversation, second.call_site, second.placement, second.turn) == (
         {"model": "m", "retries": 1, "timeoutMs": 9},
-        identity,
+        "dev",
+        call_site,
+        placement,
         2,
     )
 
@@ -200,10 +203,10 @@ async def test_conversation_turns() -> None:
 async def test_failed_turn_does_not_advance() -> None:
     failures = iter([True, False, False])
 
-    def turn(call: dict[str, Any]) -> Any:
+    def turn(call: TurnCall) -> Any:
         if next(failures):
             raise WorkflowError("AGENT_FAILED", "turn failed")
-        return call["turn"]
+        return call.turn
 
     body = "const c = conversation('c'); try { await c.run('a'); } catch {} return [await c.run('b'), await c.run('c')]"
     assert await run(body, Host(turn=turn)) == [1, 2]
@@ -221,7 +224,7 @@ async def test_conversation_occurrences_count_per_raw_name() -> None:
     host = Host()
     body = "for (const n of ['a', 'b', 'a', 'a ']) await conversation(n).run(n)"
     await run(body, host)
-    assert [(c["conversation"]["name"], c["conversation"]["occurrence"]) for c in host.of("turn")] == [
+    assert [(c.conversation, c.placement.occurrence) for c in host.of("turn")] == [
         ("a", 1),
         ("b", 1),
         ("a", 2),
@@ -266,8 +269,8 @@ async def test_checkpoint_labels_count_per_raw_name() -> None:
     return [await ask("ship"), await ask("ship"), await ask(" ship"), await ask("ship")];
     """
     assert await run(body, host) == ["approved"] * 4
-    assert [call["label"] for call in host.of("checkpoint")] == ["ship", "ship#2", " ship", "ship#3"]
-    assert host.calls[0]["value"] == {"name": "ship", "prompt": "ok?", "context": {"n": 1}}
+    assert [call.label for call in host.of("checkpoint")] == ["ship", "ship#2", " ship", "ship#3"]
+    assert host.of("checkpoint")[0].value == {"name": "ship", "prompt": "ok?", "context": {"n": 1}}
 
 
 async def test_checkpoints_the_host_rejects_get_no_label() -> None:
@@ -285,8 +288,8 @@ async def test_checkpoints_the_host_rejects_get_no_label() -> None:
     return results.length;
     """
     assert await run(body, host) == 5
-    assert [call["label"] for call in host.of("checkpoint")] == [None, None, None, None, "ship", None]
-    assert host.of("checkpoint")[-1]["value"] is None
+    assert [call.label for call in host.of("checkpoint")] == [None, None, None, None, "ship", None]
+    assert host.of("checkpoint")[-1].value is None
 
 
 async def test_checkpoint_resolves_to_the_host_answer() -> None:
@@ -301,16 +304,13 @@ async def test_checkpoint_resolves_to_the_host_answer() -> None:
 async def test_phase_and_log_send_what_the_script_passed() -> None:
     host = Host()
     assert await run("return [await phase('plan'), await log({not: 'a string'})]", host) == [None, None]
-    assert [(c["op"], c.get("name", c.get("message"))) for c in host.calls] == [
-        ("phase", "plan"),
-        ("log", {"not": "a string"}),
-    ]
+    assert host.calls == [PhaseCall(id=1, name="plan"), LogCall(id=2, message={"not": "a string"})]
 
 
 async def test_call_ids_follow_script_call_order() -> None:
     host = Host()
     await run("phase('a'); log('b'); agent('c'); await Promise.all([phase('d'), agent('e')])", host)
-    assert [call["id"] for call in host.calls] == [1, 2, 3, 4, 5]
+    assert [call.id for call in host.calls] == [1, 2, 3, 4, 5]
 
 
 # -- extension functions and variables (A.12) -------------------------------------------------------------
@@ -323,14 +323,7 @@ async def test_extension_function_call() -> None:
         "input": {"q": 1},
     }
     [call] = host.calls
-    assert call == {
-        "t": "call",
-        "id": 1,
-        "op": "function",
-        "name": "lookup",
-        "input": {"q": 1},
-        "identity": {"path": [], "occurrence": 1, "worktreeOwner": None},
-    }
+    assert call == FunctionCall(id=1, name="lookup", input={"q": 1}, placement=Placement(path=(), occurrence=1))
 
 
 @pytest.mark.parametrize("arguments", ["", "1", "null", "[]", "{}, {}"])
@@ -356,11 +349,11 @@ async def test_extension_function_occurrences_count_per_path_and_name() -> None:
         "await lookup({})"
     )
     await run(body, host, functions=["lookup"])
-    assert [(c["identity"]["path"], c["identity"]["occurrence"]) for c in host.calls] == [
-        ([], 1),
-        (["batch", "a"], 1),
-        (["batch", "a"], 2),
-        ([], 2),
+    assert [(c.placement.path, c.placement.occurrence) for c in host.calls] == [
+        ((), 1),
+        (("batch", "a"), 1),
+        (("batch", "a"), 2),
+        ((), 2),
     ]
 
 

@@ -14,7 +14,7 @@ import pytest
 from test_worker_host import Host, failure, run
 
 from piflow.engine.worker.client import WorkerProcess, unresponsive_message
-from piflow.engine.worker.protocol import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
+from piflow.engine.worker.protocol import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Settled
 from piflow.errors import WorkflowError
 
 MIB = 1024 * 1024
@@ -67,7 +67,7 @@ async def test_idle_worker_waiting_for_the_host_keeps_beating() -> None:
     await worker.start(body="return await agent('slow')")
     async for call in worker.calls():
         await anyio.sleep(timeout + 1.5)
-        await worker.settle([{"id": call["id"], "ok": True, "value": "late"}])
+        await worker.settle([Settled(call.id, "late")])
     assert await worker.wait_done() == "late"
     await worker.kill()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from test_worker_host import Host, failure, reject, run
 
+from piflow.engine.worker.protocol import LogCall
+
 REMOVED = [
     *("Date", "eval", "Function", "WebAssembly", "process", "require", "module", "exports", "console", "fetch"),
     *("XMLHttpRequest", "WebSocket", "performance", "crypto", "setTimeout", "setInterval", "setImmediate"),
@@ -155,7 +157,7 @@ async def test_unawaited_failing_agent_does_not_fail_the_run() -> None:
 async def test_result_waits_for_pending_calls() -> None:
     host = Host()
     assert await run("log('late'); return 1", host) == 1
-    assert host.of("log") == [{"t": "call", "id": 1, "op": "log", "message": "late"}]
+    assert host.of("log") == [LogCall(id=1, message="late")]
 
 
 async def test_rejection_handled_in_a_later_evaluation_is_fine() -> None:
@@ -307,7 +309,7 @@ async def test_prototype_tampering_cannot_reach_the_runtime() -> None:
     """
     host = Host()
     assert await run(body, host) == ["echo:still answered", True]
-    assert [call["prompt"] for call in host.of("agent")] == ["still answered"]
+    assert [call.prompt for call in host.of("agent")] == ["still answered"]
 
 
 @pytest.mark.parametrize(

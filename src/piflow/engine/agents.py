@@ -15,6 +15,7 @@ from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
 from piflow.engine.journal import OperationKind
+from piflow.engine.lifecycle import AGENT_SETTLED, AgentState
 from piflow.engine.prompts import attempt_prompt
 from piflow.engine.resolution import AgentSpec, resolve_model
 from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered
@@ -129,7 +130,7 @@ class AgentRunner:
             requested_model=spec.requested_model,
             model=spec.model_text,
             tools=list(spec.tools),
-            state="queued",
+            state=AgentState.QUEUED,
             structural_path=list(structural_path),
             journal_path=journal_path,
             parent_id=None,
@@ -230,9 +231,9 @@ class AgentRunner:
             run.scheduler.release(run.id)
 
     def _settle_cancelled(self) -> None:
-        if self.record.state not in ("completed", "failed", "cancelled"):
+        if self.record.state not in AGENT_SETTLED:
             self._update(
-                state="cancelled",
+                state=AgentState.CANCELLED,
                 activity=None,
                 error={"code": "CANCELLED", "message": "Agent cancelled"},
                 **self._accounting_fields(),
@@ -241,7 +242,7 @@ class AgentRunner:
 
     async def _fail(self, error: WorkflowError) -> WorkflowError:
         self._update(
-            state="failed", activity=None, error={"code": error.code, "message": error.message},
+            state=AgentState.FAILED, activity=None, error={"code": error.code, "message": error.message},
             **self._accounting_fields(),
         )
         self._stage(self.run.persist_usage)
@@ -261,12 +262,12 @@ class AgentRunner:
             while True:
                 attempt += 1
                 if attempt > 1:
-                    self._update(state="retrying")
+                    self._update(state=AgentState.RETRYING)
                 try:
                     run.budget.start_attempt()
                 except WorkflowError as exc:
                     raise await self._fail(exc) from None
-                self._update(state="running", attempts=attempt)
+                self._update(state=AgentState.RUNNING, attempts=attempt)
                 try:
                     return await self._one_attempt(attempt, previous_error)
                 except SetupFailed as exc:  # a throwing setup hook is not retried (spec L.5)
@@ -373,7 +374,7 @@ class AgentRunner:
         if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
             raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
         self._stage(lambda: run.operations.record(self.kind, self.journal_path, value))
-        self._update(state="completed", activity=None, **self._accounting_fields())
+        self._update(state=AgentState.COMPLETED, activity=None, **self._accounting_fields())
         self._stage(run.persist_usage)
         await self._commit()
         return value

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
@@ -12,6 +13,17 @@ from piflow.engine import events
 from piflow.engine.agents import AgentRunner
 from piflow.engine.journal import OperationKind, agent_path, conversation_id, turn_path
 from piflow.engine.resolution import resolve_agent
+from piflow.engine.worker.protocol import (
+    AgentCall,
+    CheckpointCall,
+    FunctionCall,
+    LogCall,
+    PhaseCall,
+    Placement,
+    Settled,
+    TurnCall,
+    WorkerCall,
+)
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -35,17 +47,14 @@ class CallServer:
 
     def __init__(self, run: ActiveRun) -> None:
         self.run = run
-        self._results: list[dict[str, Any]] = []
+        self._results: list[Settled] = []
         self._ready = anyio.Event()
 
-    def finish(self, call_id: int, value: Any = None, error: WorkflowError | None = None) -> None:
-        if error is None:
-            self._results.append({"id": call_id, "ok": True, "value": value})
-        else:
-            self._results.append({"id": call_id, "ok": False, "error": error.to_json()})
+    def finish(self, answer: Settled) -> None:
+        self._results.append(answer)
         self._ready.set()
 
-    async def flush_forever(self, settle: Any) -> None:
+    async def flush_forever(self, settle: Callable[[list[Settled]], Awaitable[None]]) -> None:
         """Send every finished answer in one message, in call order, as soon as any is ready."""
         while True:
             await self._ready.wait()
@@ -53,59 +62,55 @@ class CallServer:
             await anyio.lowlevel.checkpoint()
             batch, self._results = self._results, []
             if batch:
-                batch.sort(key=lambda result: result["id"])
+                batch.sort(key=lambda answer: answer.id)
                 await settle(batch)
 
-    async def serve(self, call: dict[str, Any]) -> None:
-        call_id = call["id"]
+    async def serve(self, call: WorkerCall) -> None:
         try:
             value = await self._dispatch(call)
         except WorkflowError as exc:
-            self.finish(call_id, error=exc)
+            self.finish(Settled(call.id, error=exc))
         except Exception:
             # A bug of piflow's, not the script's: fail this call (the script may catch it) and keep
             # the engine, and every other run it hosts, alive.
-            log.exception("serving a %s call failed", call.get("op"))
-            self.finish(call_id, error=WorkflowError(
-                "INTERNAL_ERROR", f"piflow failed to serve this {call.get('op')} call (a bug; the log has details)"
-            ))
+            log.exception("serving a %s call failed", call.op)
+            self.finish(Settled(call.id, error=WorkflowError(
+                "INTERNAL_ERROR", f"piflow failed to serve this {call.op} call (a bug; the log has details)"
+            )))
         else:
-            self.finish(call_id, value)
+            self.finish(Settled(call.id, value))
 
-    async def _dispatch(self, call: dict[str, Any]) -> Any:
-        op = call.get("op")
-        if op == "agent":
-            return await self._agent(call)
-        if op == "turn":
-            return await self._turn(call)
-        if op == "checkpoint":
-            return await self.run.checkpoint(call.get("value"), call["label"])
-        if op == "phase":
-            return await self.phase(call.get("name"))
-        if op == "log":
-            return await self.log(call.get("message"))
-        if op == "function":
-            return await self.run.call_function(self, call)
-        raise WorkflowError("INTERNAL_ERROR", f"Unknown worker call: {op}")
+    async def _dispatch(self, call: WorkerCall) -> Any:
+        match call:
+            case AgentCall():
+                return await self._agent(call)
+            case TurnCall():
+                return await self._turn(call)
+            case CheckpointCall():
+                return await self.run.checkpoint(call.value, call.label)
+            case PhaseCall():
+                return await self.phase(call.name)
+            case LogCall():
+                return await self.log(call.message)
+            case FunctionCall():
+                return await self.run.call_function(self, call)
+        assert_never(call)
 
-    async def _agent(self, call: dict[str, Any]) -> Any:
-        prompt = call.get("prompt")
-        if not isinstance(prompt, str):
+    async def _agent(self, call: AgentCall) -> Any:
+        if not isinstance(call.prompt, str):
             raise WorkflowError("INTERNAL_ERROR", "agent prompt must be a string")
-        options = call.get("options")
-        options = {} if options is None else options
-        identity = call["identity"]
-        path = agent_path(identity["path"], identity["callSite"], identity["occurrence"])
-        return await self.run_agent(prompt, options, OperationKind.AGENT, path, identity, None)
+        options = {} if call.options is None else call.options
+        placement = call.placement
+        path = agent_path(placement.path, call.call_site, placement.occurrence)
+        return await self.run_agent(call.prompt, options, OperationKind.AGENT, path, placement, None)
 
-    async def _turn(self, call: dict[str, Any]) -> Any:
-        prompt = call.get("prompt")
-        if not isinstance(prompt, str):
+    async def _turn(self, call: TurnCall) -> Any:
+        if not isinstance(call.prompt, str):
             raise WorkflowError("INVALID_METADATA", "conversation.run prompt must be a string")
-        convo = call["conversation"]
-        cid = conversation_id(convo["name"], convo["path"], convo["callSite"], convo["occurrence"])
-        path = turn_path(cid, call["turn"])
-        return await self.run_agent(prompt, call.get("options") or {}, OperationKind.TURN, path, convo, cid)
+        placement = call.placement
+        cid = conversation_id(call.conversation, placement.path, call.call_site, placement.occurrence)
+        path = turn_path(cid, call.turn)
+        return await self.run_agent(call.prompt, call.options or {}, OperationKind.TURN, path, placement, cid)
 
     async def run_agent(
         self,
@@ -113,7 +118,7 @@ class CallServer:
         options: Any,
         kind: OperationKind,
         path: str,
-        identity: dict[str, Any],
+        placement: Placement,
         conversation: str | None,
     ) -> Any:
         """An agent or conversation turn: its journaled value on replay, else a new agent run to a value."""
@@ -130,8 +135,8 @@ class CallServer:
                 prompt,
                 kind,
                 path,
-                list(identity.get("path") or []),
-                identity.get("worktreeOwner"),
+                list(placement.path),
+                placement.worktree_owner,
                 conversation,
             )
             return await runner.execute()

@@ -25,7 +25,7 @@ from piflow.engine.agents import agent_state_payload
 from piflow.engine.backends import create_backend
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
-from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE
+from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, AgentState, CheckpointState, RunState
 from piflow.engine.runs import ActiveRun, base_payload, record_budget_event
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
@@ -144,7 +144,7 @@ class Engine:
             workflow_name=name,
             script_path=request.script_path,
             cwd=request.cwd,
-            state="running",
+            state=RunState.RUNNING,
             phase=None,
             error=None,
             budget=budget or None,
@@ -196,7 +196,7 @@ class Engine:
             if run.store_failure is not None:
                 self._fail(run, run.store_failure)
             elif run.scope.cancelled_caught and run.lifecycle.state not in ENDED and not run.lease_lost:
-                run.lifecycle.terminal("stopped", "CANCELLED")
+                run.lifecycle.terminal(RunState.STOPPED, "CANCELLED")
         except WorkflowError as exc:
             # The store may still be failing: then the run stays as last committed, and the next
             # process to look finds it `interrupted` (its owner is gone), resumable.
@@ -218,29 +218,29 @@ class Engine:
         with run.batch():
             self.store.update_run(run.id, result=value)
             run.result = value
-            run.lifecycle.terminal("completed")
+            run.lifecycle.terminal(RunState.COMPLETED)
             run.emit(events.RUN_COMPLETED, {"result": True})
 
     def _fail(self, run: ActiveRun, exc: WorkflowError) -> None:
         state = run.lifecycle.state
-        if state in ("stopped", "interrupted", "budget_exhausted") or state in IRREVERSIBLE:
+        if state in ENDED:
             return
         error = {"code": exc.code, "message": exc.message}
         if exc.failed_at is not None:
             error["failedAt"] = exc.failed_at
         if run.store_failure is not None:
-            final = "interrupted"  # nothing the run completed was lost: it can go on from there
+            final = RunState.INTERRUPTED  # nothing the run completed was lost: it can go on from there
         elif exc.code == "BUDGET_EXHAUSTED":
-            final = "budget_exhausted"
+            final = RunState.BUDGET_EXHAUSTED
         elif exc.code == "CANCELLED" and not run.resumed:
-            final = "stopped"
+            final = RunState.STOPPED
         else:
-            final = "failed"
+            final = RunState.FAILED
         with run.batch():
             self.store.update_run(run.id, error=error)
             run.error = error
             run.lifecycle.terminal(final, exc.code)
-            if final == "failed":
+            if final == RunState.FAILED:
                 run.emit(events.RUN_FAILED, {"error": {"code": exc.code,
                                                        "message": f"Workflow execution failed ({exc.code})"}})
 
@@ -271,17 +271,17 @@ class Engine:
         assert record is not None
         return record
 
-    def pause(self, run_id: str) -> str:
+    def pause(self, run_id: str) -> RunState:
         record = self._record(run_id)
         run = self.active.get(record.id)
         if run is not None:
             run.lifecycle.pause()
             return run.lifecycle.state
         if self._remote_owner(record.id) is not None:
-            if record.state != "running":
+            if record.state != RunState.RUNNING:
                 raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
             self._request_remote(record.id, "pause")
-            return "pausing"
+            return RunState.PAUSING
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
 
     def stop(self, run_id: str) -> dict[str, Any]:
@@ -293,17 +293,17 @@ class Engine:
             return {"runId": record.id, "state": record.state, "stopped": False, "reason": "already_terminal"}
         run = self.active.get(record.id)
         if run is not None:
-            run.lifecycle.terminal("stopped", "stopped")
+            run.lifecycle.terminal(RunState.STOPPED, "stopped")
             run.scope.cancel()
         elif self._remote_owner(record.id) is not None:
             self._request_remote(record.id, "stop")
         else:
             with self.store.batch():
-                self._set_stored_state(record, "stopped", "stopped")
+                self._set_stored_state(record, RunState.STOPPED, "stopped")
                 self._cancel_abandoned_agents(record)
-        return {"runId": record.id, "state": "stopped", "stopped": True}
+        return {"runId": record.id, "state": RunState.STOPPED, "stopped": True}
 
-    def _set_stored_state(self, record: RunRecord, state: str, reason: str) -> None:
+    def _set_stored_state(self, record: RunRecord, state: RunState, reason: str) -> None:
         with self.store.batch():
             self.store.update_run(record.id, state=state)
             self.store.append_event(record.id, events.RUN_STATE_CHANGED, {
@@ -315,7 +315,7 @@ class Engine:
         error = {"code": "CANCELLED", "message": "Agent cancelled: its run's process ended"}
         with self.store.batch():
             for agent in self.store.cancel_unsettled_agents(record.id, error):
-                cancelled = replace(agent, state="cancelled", activity=None, error=error)
+                cancelled = replace(agent, state=AgentState.CANCELLED, activity=None, error=error)
                 self.store.append_event(record.id, events.AGENT_STATE_CHANGED, {
                     **base_payload(record), **agent_state_payload(cancelled, agent.state),
                 })
@@ -332,7 +332,8 @@ class Engine:
         with self.store.batch():
             accepted = self.store.answer_checkpoint(record.id, name, approved)
             if accepted:
-                payload = {**base_payload(record), "name": name, "state": "approved" if approved else "rejected"}
+                answer = CheckpointState.APPROVED if approved else CheckpointState.REJECTED
+                payload = {**base_payload(record), "name": name, "state": answer}
                 seq = self.store.append_event(record.id, events.CHECKPOINT_STATE_CHANGED, payload)
         if accepted:
             self.bus.publish(events.Event(seq, record.id, events.CHECKPOINT_STATE_CHANGED, payload))
@@ -353,19 +354,19 @@ class Engine:
             run.lifecycle.resume()
             return {"runId": record.id, "state": run.lifecycle.state}
         if self._remote_owner(record.id) is not None:
-            if record.state != "paused":
+            if record.state != RunState.PAUSED:
                 raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
             self._request_remote(record.id, "resume")
-            return {"runId": record.id, "state": "running"}
+            return {"runId": record.id, "state": RunState.RUNNING}
         if record.state not in RESUMABLE:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
         if budget_patch is not None:
             return await self._resume_with_budget(record, budget_patch)
-        if record.state == "budget_exhausted" and not resume_budget_allowed(record.budget, record.usage or {}):
+        if record.state == RunState.BUDGET_EXHAUSTED and not resume_budget_allowed(record.budget, record.usage or {}):
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Every exhausted hard budget must be raised above retained usage or removed")
         await self._cold_resume(record)
-        return {"runId": record.id, "state": "running"}
+        return {"runId": record.id, "state": RunState.RUNNING}
 
     async def _cold_resume(self, record: RunRecord, budget: Any = None, version: int | None = None) -> None:
         env = self._environment_for(record.cwd)
@@ -389,7 +390,7 @@ class Engine:
         self._start(run)
 
     async def _resume_with_budget(self, record: RunRecord, patch: Any) -> dict[str, Any]:
-        if record.state != "budget_exhausted":
+        if record.state != RunState.BUDGET_EXHAUSTED:
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Only budget-exhausted runs can be resumed with workflow_resume")
         current = record.budget or {}
@@ -406,11 +407,11 @@ class Engine:
                                                    payload=payload, state="pending"))
             self._record_budget_event(record, "adjustment_requested", usage, proposed,
                                       proposalId=proposal_id, previous=current, proposed=proposed)
-            return {"runId": record.id, "state": "budget_exhausted", "proposalId": proposal_id,
+            return {"runId": record.id, "state": RunState.BUDGET_EXHAUSTED, "proposalId": proposal_id,
                     "message": proposal_message(record, payload)}
         version = record.budget_version + (0 if proposed == current else 1)
         await self._cold_resume(record, proposed, version)
-        return {"runId": record.id, "state": "running"}
+        return {"runId": record.id, "state": RunState.RUNNING}
 
     def _record_budget_event(self, record: RunRecord, kind: str, usage: Any, limits: Any, **extra: Any) -> None:
         event = {"type": kind, "budgetVersion": record.budget_version, "dimensions": [], "usage": usage,
@@ -422,15 +423,15 @@ class Engine:
     def _answer_proposal(self, record: RunRecord, proposal_id: str, approved: bool) -> dict[str, Any]:
         decision = next((d for d in self.store.decisions(record.id) if d.proposal_id == proposal_id), None)
         if decision is None or not self.store.answer_decision(record.id, proposal_id, approved):
-            return {"state": "budget_exhausted", "approved": False, "reason": "proposal_not_pending"}
+            return {"state": RunState.BUDGET_EXHAUSTED, "approved": False, "reason": "proposal_not_pending"}
         payload = decision.payload
         kind = "adjustment_approved" if approved else "adjustment_rejected"
         self._record_budget_event(record, kind, payload["consumed"], payload["proposed"], proposalId=proposal_id)
         if not approved:
-            return {"state": "budget_exhausted", "approved": False, "reason": "rejected"}
+            return {"state": RunState.BUDGET_EXHAUSTED, "approved": False, "reason": "rejected"}
         assert self._tasks is not None
         self._tasks.start_soon(self._cold_resume, record, payload["proposed"], record.budget_version + 1)
-        return {"state": "running", "approved": True, "reason": "approved"}
+        return {"state": RunState.RUNNING, "approved": True, "reason": "approved"}
 
     # -- background maintenance -------------------------------------------------------------
     def recover(self) -> None:
@@ -440,7 +441,7 @@ class Engine:
                 continue
             if self._remote_owner(record.id) is not None:
                 continue
-            self._set_stored_state(record, "interrupted", "session_shutdown")
+            self._set_stored_state(record, RunState.INTERRUPTED, "session_shutdown")
 
     async def _maintain(self) -> None:
         renew_at = time.monotonic()
@@ -483,7 +484,7 @@ class Engine:
         for run in list(self.active.values()):
             if run.lifecycle.state not in ENDED:
                 with contextlib.suppress(WorkflowError):
-                    run.lifecycle.terminal("interrupted", "interrupted")
+                    run.lifecycle.terminal(RunState.INTERRUPTED, "interrupted")
             run.scope.cancel()
         for run in list(self.active.values()):
             with anyio.move_on_after(5, shield=True):

@@ -3,42 +3,58 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Final
 
 import anyio
 
 from piflow.errors import WorkflowError
 
-RUN_STATES: Final = (
-    "queued",
-    "running",
-    "pausing",
-    "paused",
-    "awaiting_input",
-    "completed",
-    "failed",
-    "stopped",
-    "interrupted",
-    "budget_exhausted",
-)
-IRREVERSIBLE: Final = frozenset({"completed", "failed", "stopped"})
-RESUMABLE: Final = frozenset({"paused", "interrupted", "budget_exhausted"})
-ENDED: Final = IRREVERSIBLE | {"interrupted", "budget_exhausted"}
-_BLOCKING: Final = frozenset({"pausing", "paused", "awaiting_input"})
 
-AGENT_STATES: Final = (
-    "queued",
-    "running",
-    "waiting_for_child",
-    "paused",
-    "retrying",
-    "completed",
-    "failed",
-    "cancelled",
-)
-AGENT_SETTLED: Final = frozenset({"completed", "failed", "cancelled"})
+class RunState(StrEnum):
+    """A run's state (spec F.1); the values are what the store, events and JSON outputs carry."""
 
-Transition = Callable[[str, str, str | None], None]
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSING = "pausing"
+    PAUSED = "paused"
+    AWAITING_INPUT = "awaiting_input"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    INTERRUPTED = "interrupted"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+class AgentState(StrEnum):
+    """An agent's state (spec F.2)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING_FOR_CHILD = "waiting_for_child"
+    PAUSED = "paused"
+    RETRYING = "retrying"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class CheckpointState(StrEnum):
+    """A `checkpoint()`'s state (spec F.4): awaiting until answered."""
+
+    AWAITING = "awaiting"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+IRREVERSIBLE: Final = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.STOPPED})
+RESUMABLE: Final = frozenset({RunState.PAUSED, RunState.INTERRUPTED, RunState.BUDGET_EXHAUSTED})
+ENDED: Final = IRREVERSIBLE | {RunState.INTERRUPTED, RunState.BUDGET_EXHAUSTED}
+_BLOCKING: Final = frozenset({RunState.PAUSING, RunState.PAUSED, RunState.AWAITING_INPUT})
+
+AGENT_SETTLED: Final = frozenset({AgentState.COMPLETED, AgentState.FAILED, AgentState.CANCELLED})
+
+Transition = Callable[[RunState, RunState, str | None], None]
 """Called as (previous, state, reason) after every transition, before waiters wake."""
 
 
@@ -49,13 +65,13 @@ class RunLifecycle:
     paused or awaiting input, so a pause lets running agents finish and starts nothing new.
     """
 
-    def __init__(self, state: str, on_transition: Transition) -> None:
+    def __init__(self, state: RunState, on_transition: Transition) -> None:
         self.state = state
         self.active = 0
         self._on_transition = on_transition
         self._changed = anyio.Event()
 
-    def _set(self, state: str, reason: str | None) -> None:
+    def _set(self, state: RunState, reason: str | None) -> None:
         previous = self.state
         self.state = state
         self._on_transition(previous, state, reason)
@@ -71,41 +87,41 @@ class RunLifecycle:
 
     async def enter(self) -> None:
         await self._wait_unblocked()
-        if self.state != "running":
+        if self.state != RunState.RUNNING:
             raise WorkflowError("CANCELLED", f"Run is {self.state}")
         self.active += 1
 
     def leave(self) -> None:
         self.active -= 1
-        if self.state == "pausing" and self.active <= 0:
-            self._set("paused", "pause")
+        if self.state == RunState.PAUSING and self.active <= 0:
+            self._set(RunState.PAUSED, "pause")
 
     def pause(self) -> None:
-        if self.state != "running":
+        if self.state != RunState.RUNNING:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {self.state} run")
-        self._set("pausing", "pause")
+        self._set(RunState.PAUSING, "pause")
         if self.active <= 0:
-            self._set("paused", "pause")
+            self._set(RunState.PAUSED, "pause")
 
     def resume(self) -> None:
         if self.state not in RESUMABLE:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {self.state} run")
-        self._set("running", "resume")
+        self._set(RunState.RUNNING, "resume")
 
     async def enter_awaiting_input(self) -> None:
-        while self.state in ("pausing", "paused"):
+        while self.state in (RunState.PAUSING, RunState.PAUSED):
             await self._changed.wait()
-        if self.state == "awaiting_input":
+        if self.state == RunState.AWAITING_INPUT:
             return
-        if self.state != "running":
+        if self.state != RunState.RUNNING:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot await input for {self.state} run")
-        self._set("awaiting_input", "awaiting_input")
+        self._set(RunState.AWAITING_INPUT, "awaiting_input")
 
     def resolve_awaiting_input(self) -> None:
-        if self.state == "awaiting_input":
-            self._set("running", "checkpoint_resolved")
+        if self.state == RunState.AWAITING_INPUT:
+            self._set(RunState.RUNNING, "checkpoint_resolved")
 
-    def terminal(self, state: str, reason: str | None = None) -> None:
+    def terminal(self, state: RunState, reason: str | None = None) -> None:
         if self.state in IRREVERSIBLE:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"{self.state} runs are terminal")
         self._set(state, reason or state)
@@ -113,6 +129,6 @@ class RunLifecycle:
     async def provider_pause(self) -> None:
         """A provider rate limit: pause the run, then block until somebody resumes it."""
         self.leave()
-        if self.state == "running":
+        if self.state == RunState.RUNNING:
             self.pause()
         await self.enter()

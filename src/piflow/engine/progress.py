@@ -5,26 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from piflow.engine.budgets import DIMENSIONS
-
-_SETTLED = frozenset({"completed", "failed", "cancelled"})
+from piflow.engine.lifecycle import AGENT_SETTLED, AgentState, CheckpointState, RunState
 
 
 def _run_icon(state: str, spinner: str) -> str:
-    if state == "completed":
+    if state == RunState.COMPLETED:
         return "✓"
-    if state in ("failed", "stopped"):
+    if state in (RunState.FAILED, RunState.STOPPED):
         return "✗"
-    if state == "budget_exhausted":
+    if state == RunState.BUDGET_EXHAUSTED:
         return "!"
-    return spinner if state == "running" else "◆"
+    return spinner if state == RunState.RUNNING else "◆"
 
 
 def _agent_icon(state: str, spinner: str) -> str:
-    if state == "completed":
+    if state == AgentState.COMPLETED:
         return "✓"
-    if state in ("failed", "cancelled"):
+    if state in (AgentState.FAILED, AgentState.CANCELLED):
         return "✗"
-    return spinner if state == "running" else "○"
+    return spinner if state == AgentState.RUNNING else "○"
 
 
 def _number(value: Any) -> str:
@@ -66,7 +65,7 @@ def _budget_lines(budget: dict[str, Any]) -> list[str]:
 def format_progress(view: dict[str, Any], spinner: str = "◇") -> str:
     """Render a run view (see `views.run_view`) as the multi-line progress card."""
     agents = view.get("agentList") or []
-    settled = sum(1 for a in agents if a["state"] in _SETTLED)
+    settled = sum(1 for a in agents if a["state"] in AGENT_SETTLED)
     lines = [f"{_run_icon(view['state'], spinner)} Workflow: {view['workflowName']} ({settled}/{len(agents)} done)"]
     if view.get("phase"):
         lines.append(f"  Phase: {view['phase']}")
@@ -82,10 +81,10 @@ def format_progress(view: dict[str, Any], spinner: str = "◇") -> str:
         indent = "    " if grouped else "  "
         for index, agent in members:
             line = f"{indent}#{index} {_agent_icon(agent['state'], spinner)} {agent['label']} [{agent['state']}]"
-            if agent["state"] not in _SETTLED and agent.get("activity"):
+            if agent["state"] not in AGENT_SETTLED and agent.get("activity"):
                 line += f" {spinner} {agent['activity']}"
             lines.append(line)
     for checkpoint in view.get("checkpoints") or []:
-        if checkpoint.get("state") == "awaiting":
+        if checkpoint.get("state") == CheckpointState.AWAITING:
             lines.append(f"  ● checkpoint {checkpoint['name']}: {checkpoint['prompt']}")
     return "\n".join(lines)

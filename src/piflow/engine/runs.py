@@ -23,16 +23,19 @@ from piflow.engine.extensions import (
     run_function,
 )
 from piflow.engine.journal import OperationKind, agent_path, checkpoint_path, function_path
-from piflow.engine.lifecycle import RunLifecycle
+from piflow.engine.lifecycle import RESUMABLE, CheckpointState, RunLifecycle, RunState
 from piflow.engine.operations import Operations
 from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore, StoreError
+from piflow.engine.worker.boundary import malformed_call
 from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.protocol import FunctionCall, Placement
 from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
 
-_CLOCK_STATES = frozenset({"running", "pausing"})
+_CLOCK_STATES = frozenset({RunState.RUNNING, RunState.PAUSING})
+"""While a run is in these states its budget's duration clock runs."""
 
 
 class GroupCommit:
@@ -210,11 +213,11 @@ class ActiveRun:
             listener(self)
 
     # -- lifecycle --------------------------------------------------------------------------
-    def _on_transition(self, previous: str, state: str, reason: str | None) -> None:
-        if state != "pausing":
+    def _on_transition(self, previous: RunState, state: RunState, reason: str | None) -> None:
+        if state != RunState.PAUSING:
             self.budget.clock(state in _CLOCK_STATES)
         fields: dict[str, Any] = {"state": state, **_budget_fields(self.budget)}
-        if state in ("running", "completed"):
+        if state in (RunState.RUNNING, RunState.COMPLETED):
             fields["error"] = None
             self.error = None
         with self.batch():
@@ -225,7 +228,7 @@ class ActiveRun:
                 if reason.isupper():
                     payload["errorCode"] = reason
             self.emit(events.RUN_STATE_CHANGED, payload)
-            if state == "running" and previous in ("paused", "interrupted", "budget_exhausted"):
+            if state == RunState.RUNNING and previous in RESUMABLE:
                 self.emit(events.RUN_RESUMED, {})
         self.progress_changed()
 
@@ -257,20 +260,23 @@ class ActiveRun:
         self.progress_changed()
 
     # -- checkpoints (spec F.4) -------------------------------------------------------------
-    async def checkpoint(self, value: Any, label: str) -> str:
+    async def checkpoint(self, value: Any, label: str | None) -> CheckpointState:
+        """`label` is the worker's count of valid checkpoints by name, None when it found `value` invalid."""
         from piflow.analysis.checkpoint import validate_checkpoint
 
         checked = validate_checkpoint(value)
+        if label is None:  # valid here, invalid in the worker: the script changed a built-in prototype
+            raise malformed_call("checkpoint")
         path = checkpoint_path(label)
         answered = self.operations.check(OperationKind.CHECKPOINT, path)
         if answered is not None:
-            return "approved" if answered.value else "rejected"
+            return CheckpointState.APPROVED if answered.value else CheckpointState.REJECTED
         prompt, context = checked["prompt"], checked["context"]
         waiter = self.waiting_checkpoints.setdefault(label, anyio.Event())
         with self.batch():
             first = self.store.await_checkpoint(self.id, label, prompt, context)
             if first:
-                self.emit(events.CHECKPOINT_STATE_CHANGED, {"name": label, "state": "awaiting",
+                self.emit(events.CHECKPOINT_STATE_CHANGED, {"name": label, "state": CheckpointState.AWAITING,
                                                             "prompt": prompt, "context": context})
         await self.lifecycle.enter_awaiting_input()
         self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context), "checkpoint")
@@ -280,7 +286,7 @@ class ActiveRun:
         self.waiting_checkpoints.pop(label, None)
         if not self.store.awaiting_checkpoints(self.id):
             self.lifecycle.resolve_awaiting_input()
-        return "approved" if answer is not None and answer.value else "rejected"
+        return CheckpointState.APPROVED if answer is not None and answer.value else CheckpointState.REJECTED
 
     def sync_checkpoints(self) -> None:
         """Wake waiters whose checkpoint was answered (here or by another process)."""
@@ -300,27 +306,24 @@ class ActiveRun:
                 raise WorkflowError("AGENT_FAILED", "No agent bridge is available")
             n = occurrences[caller] = occurrences.get(caller, 0) + 1
             call_site = f"function:{caller}"
-            identity = {"path": [], "callSite": call_site, "occurrence": n}
             path = agent_path([], call_site, n)
-            return await server.run_agent(prompt, options or {}, OperationKind.AGENT, path, identity, None)
+            return await server.run_agent(prompt, options or {}, OperationKind.AGENT, path, Placement((), n), None)
 
         run = {"cwd": self.cwd, "runId": self.id, "workflow": self.workflow_name, "args": self.snapshot.get("args")}
         return FunctionContext(run=run, agent=agent, log=server.log, phase=server.phase)
 
-    async def call_function(self, server: CallServer, call: dict[str, Any]) -> Any:
+    async def call_function(self, server: CallServer, call: FunctionCall) -> Any:
         """An extension function call from the script (spec L.3): validated, journaled, replayed."""
-        name = call.get("name")
-        function = self.extensions.functions.get(name) if isinstance(name, str) else None
+        function = self.extensions.functions.get(call.name)
         if function is None:
-            raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {name}")
-        check_input(function, call.get("input"))
-        identity = call["identity"]
-        path = function_path(identity["path"], function.name, identity["occurrence"])
+            raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {call.name}")
+        check_input(function, call.input)
+        path = function_path(call.placement.path, function.name, call.placement.occurrence)
         recorded = self.operations.check(OperationKind.FUNCTION, path)
         if recorded is not None:
             return check_replay(function, recorded.value)
         try:
-            value = await run_function(function, call["input"], self.function_context(server, path))
+            value = await run_function(function, call.input, self.function_context(server, path))
         except WorkflowError as exc:
             if exc.code in ("AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"):
                 raise WorkflowError(exc.code, exc.message, failed_at=function.name) from None

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any, Final
 
-from piflow.engine.lifecycle import AGENT_SETTLED, ENDED
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
 from piflow.engine.store import AgentRecord, AttemptRecord, RunRecord, RunStore
 from piflow.errors import WorkflowError
 
@@ -38,7 +38,7 @@ def observed_run(store: RunStore, run: RunRecord) -> RunRecord:
     """
     if run.state in ENDED or store.lease_owner(run.id) is not None:
         return run
-    return replace(run, state="interrupted")
+    return replace(run, state=RunState.INTERRUPTED)
 
 
 def agent_view(agent: AgentRecord) -> dict[str, Any]:

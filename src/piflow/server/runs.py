@@ -1,42 +1,50 @@
-"""Runs as the editor sees them: the engine that owns runs launched here, and the shared run stores.
+"""Runs as the editor sees them: the run stores of the open projects, followed through their change feeds.
 
-Each project has one run store (the one `piflow run` uses, so the terminal and the editor see the
-same runs). The server opens it read-only-ish to list and show runs, and starts an engine on it
-only when it launches, resumes or controls a run. Events reach the features two ways — the
-engine's bus for the runs this process owns, and polling `events(after_seq=...)` for runs another
-process (a `piflow run` in a terminal, another editor) owns — and a per-run high-water mark makes
-each event count exactly once. Shutting the server down shuts its engines down, which leaves their
-unfinished runs `interrupted` and resumable.
+The server owns no run. ▶ Run and ↻ Resume start the same owner process `piflow run --detach`
+starts (handing it the editor's text, unsaved changes included); pause, stop and answers are
+requests written to the store, which the owner carries out — exactly as for a run a terminal
+owns. So a run outlives the editor that launched it, and the next server shows it live again.
+
+Each project has one run store (the one `piflow run` uses). The server follows each store through
+one `ChangeFeed` (a cheap "anything committed?" check every few milliseconds, events read only
+then) and hands each event once to the features. Nothing of the engine runs on the server's loop:
+reads and control requests run in worker threads, owners in their own processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from piflow.engine.lifecycle import ENDED
+from piflow.engine import events
+from piflow.engine.environment import project_root
+from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
+from piflow.engine.owner import start_owner
 from piflow.engine.store import RunRecord, RunStore
-from piflow.engine.views import agent_detail, attention_key, run_summary, run_view
+from piflow.engine.views import agent_detail, agent_view, attention_key, run_summary, run_view
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
 
-if TYPE_CHECKING:
-    from piflow.engine.engine import Engine
-
 log = logging.getLogger(__name__)
 
-POLL_SECONDS: Final = 0.25
+DELIVERY_SLICE: Final = 100
+"""Events handed to the features between two turns of the loop (a big run commits thousands a second)."""
+STORE_LOOK_SECONDS: Final = 0.5
+"""How often a project without a run store yet is checked for one."""
 
 
 @dataclass(frozen=True)
 class RunEvent:
-    """One run event as the features receive it; `own` when this server owns (launched/resumed) the run."""
+    """One run event as the features receive it; `own` when this server launched or resumed the run."""
 
     seq: int
     run_id: str
@@ -58,37 +66,33 @@ def canonical_path(uri: str) -> str | None:
 
 @dataclass(eq=False)
 class Host:
-    """One project's run store, and the engine on it once one is needed."""
+    """One project's run store: a connection for reads and requests, and the feed that follows it."""
 
     root: Path
     store_path: Path
     reader: RunStore | None = None
-    engine: Engine | None = None
-    started: asyncio.Future[Engine] | None = None
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    after_seq: int = 0
-    seen: dict[str, int] = field(default_factory=dict)
+    feed: ChangeFeed | None = None
     own: set[str] = field(default_factory=set)
+    starting: int = 0
+    """Owner processes being started: their first events wait until the run is known as ours."""
     born_watched: bool = False
     """The store did not exist when the server began following it: all its events are news."""
 
     def open_reader(self) -> RunStore | None:
-        """Worker thread: open the store for reading once it exists (a project without runs has none)."""
+        """Worker thread: open the store once it exists (a project without runs has none)."""
         if self.reader is None and self.store_path.exists():
+            self.feed = ChangeFeed(self.store_path, after_seq=0 if self.born_watched else None)
             self.reader = RunStore.open(self.store_path)
-            if not self.born_watched:  # runs from before the editor came are history, not news
-                self.after_seq = self.reader.last_event_seq()
         return self.reader
 
 
 class Runs(LanguageFeature):
-    """The run stores of the open projects and the engines the server runs on them."""
+    """The run stores of the open projects: followed, read and controlled; never executed here."""
 
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
         self._hosts: dict[Path, Host] = {}
-        self._poller: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._follower: asyncio.Task[None] | None = None
         self._folders: asyncio.Task[None] | None = None
 
     def initialized(self) -> None:
@@ -122,10 +126,13 @@ class Runs(LanguageFeature):
         host = self._hosts.get(store_path)
         if host is None:
             host = self._hosts[store_path] = Host(root, store_path)
-            host.born_watched = await self.server.run_in_thread(host.open_reader) is None
-        if self._poller is None:
-            self._loop = asyncio.get_running_loop()
-            self._poller = self.server.spawn(self._poll())
+            existing = await self.server.run_in_thread(host.open_reader) is not None
+            host.born_watched = not existing
+            if existing:  # runs that went on while no editor was open are shown live again
+                for run_id, kind, payload in await self.server.run_in_thread(_live_runs, host):
+                    self._deliver(host, 0, run_id, kind, payload)
+        if self._follower is None:
+            self._follower = self.server.spawn(self._follow())
         return host
 
     async def host_for_path(self, path: str | None) -> Host:
@@ -135,37 +142,6 @@ class Runs(LanguageFeature):
 
     def hosts(self) -> list[Host]:
         return list(self._hosts.values())
-
-    async def engine(self, host: Host) -> Engine:
-        """The engine of a host, started on first need; it lives until the server shuts down."""
-        if host.started is None:
-            host.started = asyncio.get_running_loop().create_future()
-            self.server.spawn(self._run_engine(host))
-        return await asyncio.shield(host.started)
-
-    async def _run_engine(self, host: Host) -> None:
-        from piflow.engine.engine import Engine
-
-        assert host.started is not None
-        try:
-            store = await self.server.run_in_thread(RunStore.open, host.store_path)
-            await self.server.run_in_thread(host.open_reader)
-            async with Engine(store) as engine:
-                host.engine = engine
-                unsubscribe = engine.bus.subscribe(lambda event: self._from_bus(host, event))
-                host.started.set_result(engine)
-                try:
-                    await host.stop.wait()
-                finally:
-                    unsubscribe()
-        except BaseException as error:
-            if not host.started.done():
-                host.started.set_exception(error if isinstance(error, Exception) else RuntimeError("engine stopped"))
-            if not isinstance(error, asyncio.CancelledError):
-                log.exception("the engine of %s stopped", host.store_path)
-            raise
-        finally:
-            host.engine = None
 
     async def host_of_run(self, run_id: str) -> tuple[Host, str]:
         """The host whose store holds `run_id` (a prefix of 8+ characters is enough) and the full id."""
@@ -182,82 +158,116 @@ class Runs(LanguageFeature):
         raise ambiguous[0] if ambiguous else WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
 
     # -- events -------------------------------------------------------------------------------
-    def _from_bus(self, host: Host, event: Any) -> None:
-        """Engine bus listener: may be called off the loop; hand the event to the loop."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            on_loop = asyncio.get_running_loop() is loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
-            self._deliver(host, event.seq, event.run_id, event.type, event.payload)
-        else:
-            loop.call_soon_threadsafe(self._deliver, host, event.seq, event.run_id, event.type, event.payload)
-
     def _deliver(self, host: Host, seq: int, run_id: str, kind: str, payload: Any) -> None:
-        if seq <= host.seen.get(run_id, 0):
-            return
-        host.seen[run_id] = seq
-        started = kind in ("workflow:run-started", "workflow:run-resumed")
-        if started and host.engine is not None and run_id in host.engine.active:
-            host.own.add(run_id)
         event = RunEvent(seq, run_id, kind, payload if isinstance(payload, dict) else {}, run_id in host.own, host)
         self.server.dispatch("run_event", event)
 
-    async def _poll(self) -> None:
-        """Follow every store for events written by other processes."""
+    async def _follow(self) -> None:
+        """Follow every store's change feed; the check runs on the loop (microseconds), reads in a thread."""
+        looked = 0.0
         while True:
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(FEED_INTERVAL)
+            if time.monotonic() - looked > STORE_LOOK_SECONDS:  # stores created since (a terminal's first run)
+                looked = time.monotonic()
+                for host in self.hosts():
+                    if host.feed is None:
+                        await self.server.run_in_thread(host.open_reader)
             for host in self.hosts():
+                feed = host.feed
+                if feed is None or host.starting:
+                    continue
                 try:
-                    found = await self.server.run_in_thread(_events_after, host)
+                    if not feed.changed():
+                        continue
+                    found = await self.server.run_in_thread(feed.read)
                 except WorkflowError as error:
                     log.warning("cannot read the run store %s: %s", host.store_path, error.message)
                     continue
-                for event in found:
-                    host.after_seq = max(host.after_seq, event.seq)
+                while host.starting:  # an owner started during the read: its run is ours once it replies
+                    await asyncio.sleep(FEED_INTERVAL)
+                for number, event in enumerate(found, start=1):
                     self._deliver(host, event.seq, event.run_id, event.type, event.payload)
+                    if number % DELIVERY_SLICE == 0:
+                        await asyncio.sleep(0)  # an edit that came meanwhile is handled first
 
     # -- control ------------------------------------------------------------------------------
-    async def launch(self, path: str, script: str, **options: Any) -> str:
-        """Launch a script (its text as the editor has it) in its project, owned by this server."""
-        from piflow.engine.engine import LaunchRequest
-        from piflow.engine.environment import project_root
+    async def _start_owner(self, host: Host, argv: list[str], script_text: str | None = None) -> dict[str, Any]:
+        """Start an owner process in the project and return its reply; the run it names is ours."""
+        host.starting += 1
+        try:
+            reply = await self.server.run_in_thread(
+                lambda: start_owner(argv, cwd=str(host.root), script_text=script_text)
+            )
+            if "runId" in reply:
+                host.own.add(reply["runId"])
+            if host.feed is None:  # the launch created the store: follow it from its first event
+                host.born_watched = True
+                await self.server.run_in_thread(host.open_reader)
+        finally:
+            host.starting -= 1
+        error = reply.get("error")
+        if error is not None:
+            raise WorkflowError(error.get("code") or "INTERNAL_ERROR", error.get("message", ""))
+        return reply
 
+    async def launch(self, path: str, script: str, **options: Any) -> str:
+        """Launch a script (its text as the editor has it) in its project, in an owner process."""
         host = await self.host_for_path(path)
-        engine = await self.engine(host)
         cwd = project_root(str(Path(path).parent))
+        argv = ["run", path]
+        for name in ("args", "budget"):
+            if name in options:
+                argv += [f"--{name}", json.dumps(options[name])]
+        for name in ("concurrency", "backend"):
+            if options.get(name) is not None:
+                argv += [f"--{name}", str(options[name])]
         if options.get("fixtures"):  # a relative fixture file is the project's, as in piflow.toml
-            options["fixtures"] = str(Path(cwd, options["fixtures"]).resolve())
-        request = LaunchRequest(script=script, cwd=cwd, script_path=path, **options)
-        run_id = await engine.launch(request)
-        host.own.add(run_id)
-        return run_id
+            argv += ["--fixtures", str(Path(cwd, options["fixtures"]).resolve())]
+        reply = await self._start_owner(host, argv, script)
+        return str(reply["runId"])
 
     async def resume(self, run_id: str, budget: Any) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        host.own.add(run_id)  # a budget proposal or a resumed run is this editor's to follow
-        reply = await (await self.engine(host)).resume(run_id, budget)
-        return {"runId": run_id, **reply}
+        argv = ["resume", run_id] + (["--budget", json.dumps(budget)] if budget is not None else [])
+        reply = await self._start_owner(host, argv)
+        return {key: value for key, value in reply.items() if key in ("runId", "state", "proposalId", "message")}
 
     async def pause(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        return {"runId": run_id, "state": (await self.engine(host)).pause(run_id)}
+        return {"runId": run_id, "state": await self._control(host, lambda engine: engine.pause(run_id))}
 
     async def stop(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        reply: dict[str, Any] = (await self.engine(host)).stop(run_id)
+        reply: dict[str, Any] = await self._control(host, lambda engine: engine.stop(run_id))
         return reply
 
     async def respond(
         self, run_id: str, *, name: str | None, proposal_id: str | None, approved: bool
     ) -> dict[str, Any]:
+        """Answer a checkpoint (a request the owner picks up) or a budget proposal (an approved one
+        resumes the run: in a new owner process)."""
         host, run_id = await self.host_of_run(run_id)
-        engine = await self.engine(host)
-        reply: dict[str, Any] = engine.respond(run_id, name=name, proposal_id=proposal_id, approved=approved)
-        return reply
+        if proposal_id is not None:
+            argv = ["budget", "approve" if approved else "reject", run_id, proposal_id]
+            reply = await self._start_owner(host, argv)
+            return {key: value for key, value in reply.items() if key in ("state", "approved", "reason")}
+        answer: dict[str, Any] = await self._control(
+            host, lambda engine: engine.respond(run_id, name=name, approved=approved)
+        )
+        return answer
+
+    async def _control(self, host: Host, request: Any) -> Any:
+        """Worker thread: a control request through the engine's API on the store, as `piflow stop`
+        makes it (the run's owner carries it out; no engine runs here)."""
+        from piflow.engine.engine import Engine
+
+        def call() -> Any:
+            reader = host.open_reader()
+            if reader is None:
+                raise WorkflowError("RESUME_INCOMPATIBLE", "Unknown workflow run")
+            return request(Engine(reader))
+
+        return await self.server.run_in_thread(call)
 
     # -- reads (worker threads) ----------------------------------------------------------------
     async def summaries(self, path: str | None = None, states: frozenset[str] | None = None) -> list[dict[str, Any]]:
@@ -282,33 +292,53 @@ class Runs(LanguageFeature):
         view["uri"] = script_uri(view.get("scriptPath"))
         return view
 
+    async def progress(self, host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
+        """What a progress notification needs, read in proportion to the change: the run's small
+        fields, its agent counts, and its agents — all of them when `changed` is None, else those
+        in `changed` and the running ones (whose tokens and activity move without events)."""
+        progress = await self.server.run_in_thread(_progress, host, run_id, changed)
+        progress["uri"] = script_uri(progress.get("scriptPath"))
+        return progress
+
+    async def uri_of(self, host: Host, run_id: str) -> str | None:
+        """The document of a run's script (None for an inline or registered workflow)."""
+        record = await self.server.run_in_thread(lambda: _reader(host, run_id).get_run(run_id))
+        return script_uri(record.script_path if record is not None else None)
+
     async def agent(self, host: Host, run_id: str, agent_id: str) -> dict[str, Any]:
         """One agent with its full output."""
         return await self.server.run_in_thread(lambda: agent_detail(_reader(host, run_id), run_id, agent_id))
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Interrupt the runs this server owns (resumable later), then stop following stores."""
-        if self._poller is not None:
-            self._poller.cancel()
-        stopping = []
+        """Stop following the stores; the runs go on in their owner processes."""
+        if self._follower is not None:
+            self._follower.cancel()
         for host in self.hosts():
-            host.stop.set()
-            if host.started is not None and host.started.done() and not host.started.exception():
-                stopping.append(host)
-        for _ in range(200):  # the engines mark their runs interrupted before they exit
-            if all(host.engine is None for host in stopping):
-                break
-            await asyncio.sleep(0.025)
-        for host in self.hosts():
-            if host.reader is not None:
-                with contextlib.suppress(Exception):
-                    host.reader.close()
+            for connection in (host.reader, host.feed):
+                if connection is not None:
+                    with contextlib.suppress(Exception):
+                        connection.close()
 
 
-def _events_after(host: Host) -> list[Any]:
+def _live_runs(host: Host) -> list[tuple[str, str, dict[str, Any]]]:
+    """Worker thread: the runs of a store that are live (their owner is alive), as the events that
+    introduce them to an editor: started, and each checkpoint still waiting for an answer."""
     reader = host.open_reader()
-    return [] if reader is None else reader.events(after_seq=host.after_seq, limit=500)
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    if reader is None:
+        return found
+    for record in reader.list_runs():
+        if _effective(record, reader).state in ENDED:
+            continue
+        base = {"runId": record.id, "workflowName": record.workflow_name}
+        found.append((record.id, events.RUN_STARTED, base))
+        found += [
+            (record.id, events.CHECKPOINT_STATE_CHANGED,
+             {**base, "name": c.label, "state": "awaiting", "prompt": c.prompt, "context": c.context})
+            for c in reader.awaiting_checkpoints(record.id)
+        ]
+    return found
 
 
 def _effective(record: RunRecord, reader: RunStore) -> RunRecord:
@@ -317,7 +347,7 @@ def _effective(record: RunRecord, reader: RunStore) -> RunRecord:
         return record
     from dataclasses import replace
 
-    return replace(record, state="interrupted")
+    return replace(record, state=RunState.INTERRUPTED)
 
 
 def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> list[dict[str, Any]]:
@@ -357,3 +387,27 @@ def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
     if record is not None:
         view["state"] = _effective(record, reader).state
     return view
+
+
+def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
+    reader = _reader(host, run_id)
+    record = reader.get_run(run_id)
+    if record is None:
+        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    total, settled = reader.agent_counts(run_id, AGENT_SETTLED)
+    agents = reader.agents(run_id) if changed is None else reader.agents_changing(run_id, changed)
+    return {
+        "runId": run_id,
+        "scriptPath": record.script_path,
+        "workflowName": record.workflow_name,
+        "state": _effective(record, reader).state,
+        "phase": record.phase,
+        "agentCounts": {"total": total, "settled": settled},
+        "agents": [agent_view(agent) for agent in agents],
+        "budget": {"limits": record.budget or {}, "usage": record.usage or {},
+                   "events": reader.budget_events(run_id)},
+        "checkpoints": [{"name": c.label, "prompt": c.prompt, "context": c.context}
+                        for c in reader.awaiting_checkpoints(run_id)],
+        "result": record.result,
+        "error": record.error,
+    }

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from piflow.engine import lifecycle
+from piflow.engine.lifecycle import AgentState, CheckpointState, RunState
 from piflow.errors import WorkflowError
 
-RUN_STATES: Final = frozenset(lifecycle.RUN_STATES)
-AGENT_STATES: Final = frozenset(lifecycle.AGENT_STATES)
-CHECKPOINT_STATES: Final = frozenset({"awaiting", "approved", "rejected"})
+RUN_STATES: Final = frozenset(RunState)
+AGENT_STATES: Final = frozenset(AgentState)
+CHECKPOINT_STATES: Final = frozenset(CheckpointState)
 DECISION_STATES: Final = frozenset({"pending", "approved", "rejected"})
 WORKTREE_STATES: Final = frozenset({"creating", "ready"})
 
@@ -46,6 +47,20 @@ def check_state(kind: str, value: object, allowed: frozenset[str]) -> None:
     """Refuse a state outside the spec's list before it reaches the store (a programming error)."""
     if value not in allowed:
         raise WorkflowError("INTERNAL_ERROR", f"Invalid {kind} state: {value!r}")
+
+
+_State = TypeVar("_State", bound=StrEnum)
+
+
+def _enum_state(record: object, kind: str, states: type[_State]) -> None:
+    """Set `record.state` to its enum member: a record read back from the store carries the stored
+    text, and the engine compares members; a text outside the enum is refused as `check_state` does."""
+    value = record.state  # type: ignore[attr-defined]
+    if type(value) is not states:
+        try:
+            object.__setattr__(record, "state", states(value))
+        except ValueError:
+            raise WorkflowError("INTERNAL_ERROR", f"Invalid {kind} state: {value!r}") from None
 
 
 def empty_usage() -> dict[str, Any]:
@@ -78,7 +93,7 @@ class RunRecord(_Record):
     id: str
     workflow_name: str
     cwd: str
-    state: str
+    state: RunState
     concurrency: int
     backend: str
     script_path: str | None = None
@@ -94,7 +109,7 @@ class RunRecord(_Record):
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        check_state("run", self.state, RUN_STATES)
+        _enum_state(self, "run", RunState)
 
     def to_json(self) -> dict[str, Any]:
         """The run without `hasResult`: `result` is present exactly when the run has one."""
@@ -114,7 +129,7 @@ class AgentRecord(_Record):
     n: int
     name: str
     model: str
-    state: str
+    state: AgentState
     label: str | None = None
     role: str | None = None
     requested_model: str | None = None
@@ -136,7 +151,7 @@ class AgentRecord(_Record):
     updated_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        check_state("agent", self.state, AGENT_STATES)
+        _enum_state(self, "agent", AgentState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +180,12 @@ class CheckpointRecord(_Record):
     label: str
     prompt: str
     context: Any
-    state: str
+    state: CheckpointState
     created_at: float
     answered_at: float | None = None
 
     def __post_init__(self) -> None:
-        check_state("checkpoint", self.state, CHECKPOINT_STATES)
+        _enum_state(self, "checkpoint", CheckpointState)
 
 
 @dataclass(frozen=True, slots=True)

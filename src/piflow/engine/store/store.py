@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from piflow.engine.events import BUDGET_EVENT
 from piflow.engine.journal import OperationKind, checkpoint_path
+from piflow.engine.lifecycle import CheckpointState
 from piflow.engine.store.location import create_private_file
 from piflow.engine.store.process import host_name, process_alive, process_start
 from piflow.engine.store.records import (
@@ -576,7 +577,7 @@ class RunStore:
     # -- checkpoints (spec F.4) --------------------------------------------------------------
     def await_checkpoint(self, run_id: str, label: str, prompt: str, context: Any) -> bool:
         """Record that the run awaits `label`; False (and the first record kept) if already known."""
-        record = CheckpointRecord(run_id, label, prompt, context, "awaiting", time.time())
+        record = CheckpointRecord(run_id, label, prompt, context, CheckpointState.AWAITING, time.time())
         return bool(
             self._execute(CHECKPOINTS.insert_or_keep, CHECKPOINTS.row(record), ("run", run_id)).rowcount
         )
@@ -593,7 +594,7 @@ class RunStore:
             cursor = connection.execute(
                 "UPDATE checkpoints SET state = ?, answered_at = ? "
                 "WHERE run_id = ? AND label = ? AND state = 'awaiting'",
-                ("approved" if approved else "rejected", time.time(), run_id, label),
+                (CheckpointState.APPROVED if approved else CheckpointState.REJECTED, time.time(), run_id, label),
             )
             if cursor.rowcount == 0:
                 self._require(connection, subject)

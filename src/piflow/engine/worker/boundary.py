@@ -6,7 +6,8 @@ the JSON the prelude writes. Nothing it sends may raise inside the host, so a ca
 when its message has the documented shape (`client.py`), its values are nested at most `MAX_DEPTH`
 levels (deeper values overflow Python's recursion in the JSON, schema and storage code the host runs
 on them) and its strings are well-formed Unicode (a lone surrogate cannot be stored or printed).
-A rejected call fails in the script with the spec's code, where a `try` can catch it.
+A rejected call fails in the script with the spec's code, where a `try` can catch it; an admitted
+one enters as a typed call (`protocol.py`), so nothing past this module reads a message's fields.
 """
 
 from __future__ import annotations
@@ -15,12 +16,23 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeGuard
 
+from piflow.engine.worker.protocol import (
+    SURROGATE,
+    AgentCall,
+    CheckpointCall,
+    FunctionCall,
+    LogCall,
+    PhaseCall,
+    Placement,
+    TurnCall,
+    WorkerCall,
+    well_formed,
+)
 from piflow.errors import WorkflowError
 
 MAX_DEPTH: Final = 128
 """Deepest nesting of objects and arrays in a value a script sends (a whole message counts one more)."""
 
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _PREFIX: Final = re.compile(rb'\{"t":"(call|done)"(?:,"id":(\d+),"op":"(\w+)")?')
 
 TOO_DEEP: Final = f"must be nested at most {MAX_DEPTH} levels deep"
@@ -33,13 +45,13 @@ def value_problem(value: Any, depth_limit: int = MAX_DEPTH) -> str | None:
     while pending:
         item, depth = pending.pop()
         if isinstance(item, str):
-            if not item.isascii() and _SURROGATE.search(item):
+            if not item.isascii() and SURROGATE.search(item):
                 return BAD_UNICODE
         elif isinstance(item, dict):
             if depth >= depth_limit:
                 return TOO_DEEP
             for key, member in item.items():
-                if not key.isascii() and _SURROGATE.search(key):
+                if not key.isascii() and SURROGATE.search(key):
                     return BAD_UNICODE
                 pending.append((member, depth + 1))
         elif isinstance(item, list):
@@ -47,11 +59,6 @@ def value_problem(value: Any, depth_limit: int = MAX_DEPTH) -> str | None:
                 return TOO_DEEP
             pending.extend((member, depth + 1) for member in item)
     return None
-
-
-def well_formed(text: str) -> str:
-    """`text` with lone surrogates replaced by U+FFFD: for messages that must reach the user anyway."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def undecodable(line: bytes | bytearray) -> tuple[str, int | None, str | None]:
@@ -70,84 +77,99 @@ def undecodable(line: bytes | bytearray) -> tuple[str, int | None, str | None]:
 
 # -- calls ------------------------------------------------------------------------------------
 
-_Check = Callable[[Mapping[str, Any]], bool]
 
-
-def _is_str(value: Any) -> bool:
+def _is_str(value: Any) -> TypeGuard[str]:
     return isinstance(value, str)
 
 
-def _is_names(value: Any) -> bool:
+def _is_names(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _placement(identity: Any) -> TypeGuard[dict[str, Any]]:
-    return (
-        isinstance(identity, dict)
-        and _is_names(identity.get("path"))
-        and _is_count(identity.get("occurrence"))
-        and (identity.get("worktreeOwner") is None or _is_str(identity.get("worktreeOwner")))
-    )
+def _placement(identity: Any) -> Placement | None:
+    if not isinstance(identity, dict):
+        return None
+    path, occurrence, owner = identity.get("path"), identity.get("occurrence"), identity.get("worktreeOwner")
+    if not (_is_names(path) and _is_count(occurrence) and (owner is None or _is_str(owner))):
+        return None
+    return Placement(tuple(path), occurrence, owner)
 
 
-def _agent_identity(message: Mapping[str, Any]) -> bool:
-    identity = message.get("identity")
-    return _placement(identity) and _is_str(identity.get("callSite"))
+def _site(identity: Any) -> tuple[str, Placement] | None:
+    """The call site and placement of an agent's identity or a conversation."""
+    placement = _placement(identity)
+    call_site = identity.get("callSite") if placement is not None else None
+    return (call_site, placement) if placement is not None and _is_str(call_site) else None
 
 
-def _conversation(message: Mapping[str, Any]) -> bool:
-    convo = message.get("conversation")
-    return (
-        _placement(convo)
-        and _is_str(convo.get("callSite"))
-        and _is_str(convo.get("name"))
-        and _is_count(message.get("turn"))
-    )
+def _agent(call_id: int, message: Mapping[str, Any]) -> AgentCall | None:
+    site = _site(message.get("identity"))
+    if site is None:
+        return None
+    return AgentCall(call_id, message.get("prompt"), message.get("options"), *site)
 
 
-def _checkpoint_label(message: Mapping[str, Any]) -> bool:
+def _turn(call_id: int, message: Mapping[str, Any]) -> TurnCall | None:
+    convo: Any = message.get("conversation")
+    turn = message.get("turn")
+    site = _site(convo)
+    if site is None or not _is_str(name := convo.get("name")) or not _is_count(turn):
+        return None
+    return TurnCall(call_id, message.get("prompt"), message.get("options"), name, *site, turn)
+
+
+def _checkpoint(call_id: int, message: Mapping[str, Any]) -> CheckpointCall | None:
     label = message.get("label")
-    return label is None or _is_str(label)
+    return CheckpointCall(call_id, message.get("value"), label) if label is None or _is_str(label) else None
 
 
-def _function(message: Mapping[str, Any]) -> bool:
-    return _is_str(message.get("name")) and _placement(message.get("identity"))
+def _function(call_id: int, message: Mapping[str, Any]) -> FunctionCall | None:
+    name, placement = message.get("name"), _placement(message.get("identity"))
+    if not _is_str(name) or placement is None:
+        return None
+    return FunctionCall(call_id, name, message.get("input"), placement)
 
 
-_SHAPES: Final[dict[str, tuple[_Check, dict[str, str], str]]] = {
-    # op: (shape of the fixed fields, fields carrying script values and their names, what the script called)
-    "agent": (_agent_identity, {"prompt": "prompt", "options": "options"}, "agent"),
-    "turn": (_conversation, {"prompt": "prompt", "options": "options"}, "conversation.run"),
-    "checkpoint": (_checkpoint_label, {"value": "input"}, "checkpoint"),
-    "phase": (lambda message: True, {"name": "name"}, "phase"),
-    "log": (lambda message: True, {"message": "message"}, "log"),
+_SHAPES: Final[dict[str, tuple[Callable[[int, Mapping[str, Any]], WorkerCall | None], dict[str, str], str]]] = {
+    # op: (the typed call, or None when its fixed fields are malformed; fields carrying script
+    # values and their names; what the script called)
+    "agent": (_agent, {"prompt": "prompt", "options": "options"}, "agent"),
+    "turn": (_turn, {"prompt": "prompt", "options": "options"}, "conversation.run"),
+    "checkpoint": (_checkpoint, {"value": "input"}, "checkpoint"),
+    "phase": (lambda call_id, message: PhaseCall(call_id, message.get("name")), {"name": "name"}, "phase"),
+    "log": (lambda call_id, message: LogCall(call_id, message.get("message")), {"message": "message"}, "log"),
     "function": (_function, {"input": "input"}, "function"),
 }
 
 
-def call_problem(message: Mapping[str, Any]) -> WorkflowError | None:
-    """The error a call fails with in the script, or None when the host may serve it."""
+def admit(call_id: int, message: Mapping[str, Any]) -> WorkerCall | WorkflowError:
+    """Call message `call_id` as the typed call the host serves, or the error it fails with in the script."""
     op = str(message.get("op"))
     entry = _SHAPES.get(op)
     if entry is None:
         return WorkflowError("INTERNAL_ERROR", f"Unknown workflow worker call: {well_formed(op)}")
-    shape, fields, _ = entry
-    if not shape(message):
-        return WorkflowError(
-            "INVALID_METADATA",
-            f"The {op} call reached the host malformed; was a built-in prototype such as "
-            "Array.prototype or Object.prototype changed?",
-        )
+    build, fields, _ = entry
+    call = build(call_id, message)
+    if call is None:
+        return malformed_call(op)
     for field, name in fields.items():
         problem = value_problem(message.get(field))
         if problem is not None:
-            function = message.get("name") if op == "function" else None
-            return rejection(op, problem, name, function if isinstance(function, str) else None)
-    return None
+            return rejection(op, problem, name, call.name if isinstance(call, FunctionCall) else None)
+    return call
+
+
+def malformed_call(op: str) -> WorkflowError:
+    """The error of a call whose fixed fields the worker's prelude could not have written."""
+    return WorkflowError(
+        "INVALID_METADATA",
+        f"The {op} call reached the host malformed; was a built-in prototype such as "
+        "Array.prototype or Object.prototype changed?",
+    )
 
 
 def rejection(op: str, problem: str, field: str | None = None, function: str | None = None) -> WorkflowError:

@@ -15,8 +15,9 @@ Messages the worker sends (one JSON object per line, ids increasing in script ca
 * `{"t":"done","ok":true,"value":V}` or `{"t":"done","ok":false,"error":{code,message,failedAt?,authored}}`.
 
 Values a script passes go through `JSON.stringify` (functions and `undefined` members vanish, an
-`undefined` argument becomes null); the host validates them. A call is settled with
-`{"id":N,"ok":true,"value":V}` or `{"id":N,"ok":false,"error":{code,message,failedAt?}}`; agent
+`undefined` argument becomes null); the host validates them (`boundary.admit`) and hands each call
+out as a typed `WorkerCall`. A call is answered with a `Settled`, sent as
+`{"id":N,"ok":true,"value":V}` or `{"id":N,"ok":false,"error":{code,message,failedAt?,authored}}`; agent
 outcome codes (AGENT_TIMEOUT, AGENT_FAILED, RESULT_INVALID) fail only the script's promise, any
 other code also fails the run if the script leaves the call unawaited.
 """
@@ -44,9 +45,10 @@ from piflow.engine.worker.protocol import (
     NOT_JSON,
     OVERSIZED,
     RPC_LIMIT_BYTES,
+    Settled,
+    WorkerCall,
     encode,
     error_from_json,
-    error_json,
 )
 from piflow.errors import WorkflowError
 
@@ -65,7 +67,7 @@ def unresponsive_message(timeout: float) -> str:
     return f"Workflow worker missed its {words}-second heartbeat"
 
 
-Answer = Callable[[dict[str, Any]], Any]
+Answer = Callable[[WorkerCall], Any]
 """Computes a call's value; raises `WorkflowError` to fail it."""
 
 
@@ -97,7 +99,7 @@ class WorkerProcess:
         self._write_lock = anyio.Lock()
         self._outcome: tuple[Any, WorkflowError | None] | None = None
         self._finished = anyio.Event()
-        self._refused: list[dict[str, Any]] = []
+        self._refused: list[Settled] = []
         """Answers to calls refused at the boundary, sent before the batch they came with is handed out."""
 
     async def start(
@@ -142,13 +144,13 @@ class WorkerProcess:
                 stderr.close()  # the worker has its own copy
         await self._send(encoded_start)
 
-    async def calls(self) -> AsyncIterator[dict[str, Any]]:
+    async def calls(self) -> AsyncIterator[WorkerCall]:
         """Every call message, in order, until the worker finishes (successfully or not)."""
         async for batch in self._batches():
             for call in batch:
                 yield call
 
-    async def settle(self, results: Iterable[Mapping[str, Any]]) -> None:
+    async def settle(self, results: Iterable[Settled]) -> None:
         """Answer calls; results are delivered in the given order, in as few messages as fit 10 MiB."""
         lines: list[bytes] = []
         items: list[bytes] = []
@@ -169,12 +171,12 @@ class WorkerProcess:
         """Answer every call with `answer` (each batch the worker sends is settled at once); return the result."""
         try:
             async for batch in self._batches():
-                results: list[dict[str, Any]] = []
+                results: list[Settled] = []
                 for call in batch:
                     try:
-                        results.append({"id": call["id"], "ok": True, "value": answer(call)})
+                        results.append(Settled(call.id, answer(call)))
                     except WorkflowError as exc:
-                        results.append({"id": call["id"], "ok": False, "error": error_json(exc)})
+                        results.append(Settled(call.id, error=exc))
                 await self.settle(results)
             return await self.wait_done()
         finally:
@@ -224,7 +226,7 @@ class WorkerProcess:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.send(data)
 
-    async def _batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+    async def _batches(self) -> AsyncIterator[list[WorkerCall]]:
         """Calls grouped as they arrive; also watches heartbeats, limits, `done` and the exit code."""
         process = self._process
         if process is None or process.stdout is None:
@@ -245,7 +247,7 @@ class WorkerProcess:
                 return
             scanned = len(pending)
             pending += chunk
-            batch: list[dict[str, Any]] = []
+            batch: list[WorkerCall] = []
             start = 0
             while (end := pending.find(b"\n", max(start, scanned))) >= 0:
                 message = self._message(pending[start:end])
@@ -265,7 +267,7 @@ class WorkerProcess:
             if batch:
                 yield batch
 
-    def _message(self, line: bytes | bytearray) -> dict[str, Any] | None:
+    def _message(self, line: bytes | bytearray) -> WorkerCall | None:
         """A call to hand out, or None (heartbeat, `done`, a call refused at the boundary, or a fault).
 
         Calls whose values cannot cross into the host (`boundary`) are answered here with their
@@ -286,10 +288,10 @@ class WorkerProcess:
             return None
         kind = message.get("t") if isinstance(message, dict) else None
         if kind == "call" and isinstance(message.get("id"), int) and isinstance(message.get("op"), str):
-            problem = boundary.call_problem(message)
-            if problem is None:
-                return dict(message)
-            self._refused.append({"id": message["id"], "ok": False, "error": error_json(problem)})
+            call = boundary.admit(message["id"], message)
+            if not isinstance(call, WorkflowError):
+                return call
+            self._refused.append(Settled(message["id"], error=call))
         elif kind == "done":
             if message.get("ok") is True:
                 value = message.get("value")
@@ -304,8 +306,7 @@ class WorkerProcess:
         """A message nested too deeply for Python's JSON decoder: fail its call, or the run."""
         kind, call_id, op = boundary.undecodable(line)
         if kind == "call" and call_id is not None and op is not None:
-            error = boundary.rejection(op, boundary.TOO_DEEP)
-            self._refused.append({"id": call_id, "ok": False, "error": error_json(error)})
+            self._refused.append(Settled(call_id, error=boundary.rejection(op, boundary.TOO_DEEP)))
         elif kind == "done":
             self._finish(None, WorkflowError("RESULT_INVALID", f"Workflow result {boundary.TOO_DEEP}"))
         else:
@@ -362,14 +363,14 @@ def _settle_line(items: list[bytes]) -> bytes:
     return _SETTLE_HEAD + b",".join(items) + _SETTLE_TAIL + b"\n"
 
 
-def _encode_result(result: Mapping[str, Any]) -> bytes:
+def _encode_result(result: Settled) -> bytes:
     """One settled call as JSON; a value that is not JSON or too large fails that call instead (spec A.1)."""
     try:
-        item = encode(dict(result))[:-1]
+        item = encode(result.to_json())[:-1]
     except (TypeError, ValueError):
-        return _rejection(result["id"], NOT_JSON)
-    return _rejection(result["id"], OVERSIZED) if len(item) > _ITEMS_ROOM else item
+        return _rejection(result.id, NOT_JSON)
+    return _rejection(result.id, OVERSIZED) if len(item) > _ITEMS_ROOM else item
 
 
-def _rejection(call_id: Any, message: str) -> bytes:
+def _rejection(call_id: int, message: str) -> bytes:
     return encode({"id": call_id, "ok": False, "error": {"code": "RPC_LIMIT_EXCEEDED", "message": message}})[:-1]

@@ -1,16 +1,18 @@
-"""The worker's JSON-lines protocol: limits, timings and the encodings both ends share.
+"""The worker's JSON-lines protocol: limits, timings, the typed calls and the encodings both ends share.
 
 host → worker: `start` (once), then `settle` batches. worker → host: `hb` heartbeats, `call`
 messages (ids increase in script call order) and one final `done`. The shapes of each message are
-documented in `client.py`, the host's side of the pipe.
+documented in `client.py`, the host's side of the pipe; `boundary.py` turns a call message into one
+of the typed calls below, which is all the engine ever sees of it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
 
-from piflow.engine.worker.boundary import well_formed
 from piflow.errors import ERROR_CODES, WorkflowError
 
 RPC_LIMIT_BYTES: Final = 10 * 1024 * 1024
@@ -30,6 +32,110 @@ NOT_JSON: Final = "RPC values must be JSON-compatible"
 HEARTBEAT_LINE: Final = b'{"t":"hb"}\n'
 CALL_PREFIX: Final = '{"t":"call","id":'
 DONE_PREFIX: Final = '{"t":"done",'
+
+
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: text containing one is not well-formed Unicode."""
+
+
+def well_formed(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD: for messages that must reach the user anyway."""
+    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
+# -- calls (worker → host) --------------------------------------------------------------------
+# Values the script passed (prompts, options, inputs, names) stay `Any`: the boundary has checked
+# they can cross; what they must be is the engine's rule, with the spec's error when they are not.
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a call sits in the script: its parallel/pipeline scope path, its occurrence there, and
+    the `withWorktree` scope it runs in (None: the launch cwd)."""
+
+    path: tuple[str, ...]
+    occurrence: int
+    worktree_owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCall:
+    """`agent(prompt, options)`; `call_site` is `start:end` of the call in the launched body."""
+
+    op: ClassVar[str] = "agent"
+    id: int
+    prompt: Any
+    options: Any
+    call_site: str
+    placement: Placement
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCall:
+    """Turn `turn` of `conversation(name).run(prompt, options)`; the conversation is placed like an agent."""
+
+    op: ClassVar[str] = "turn"
+    id: int
+    prompt: Any
+    options: Any
+    conversation: str
+    call_site: str
+    placement: Placement
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCall:
+    """`checkpoint(value)`; `label` is None when the worker found `value` invalid (spec A.9)."""
+
+    op: ClassVar[str] = "checkpoint"
+    id: int
+    value: Any
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCall:
+    op: ClassVar[str] = "phase"
+    id: int
+    name: Any
+
+
+@dataclass(frozen=True, slots=True)
+class LogCall:
+    op: ClassVar[str] = "log"
+    id: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A call of the extension function `name` (spec L.3)."""
+
+    op: ClassVar[str] = "function"
+    id: int
+    name: str
+    input: Any
+    placement: Placement
+
+
+WorkerCall = AgentCall | TurnCall | CheckpointCall | PhaseCall | LogCall | FunctionCall
+"""A primitive call the script made, as admitted at the boundary."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The answer to call `id`: its value, or the error it fails with in the script."""
+
+    id: int
+    value: Any = None
+    error: WorkflowError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"id":N,"ok":true,"value":V}` or `{"id":N,"ok":false,"error":{code,message,failedAt?,authored}}`."""
+        if self.error is None:
+            return {"id": self.id, "ok": True, "value": self.value}
+        return {"id": self.id, "ok": False, "error": error_json(self.error)}
 
 
 def encode(message: Any) -> bytes:
