@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -12,6 +14,8 @@ import pytest
 from conftest import Client, Workspace, open_document
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+
+from piflow.engine.store import RunStore, default_store_path
 
 SCRIPT = """phase("draft");
 const draft = await agent("Write a haiku", { label: "poet" });
@@ -144,20 +148,24 @@ async def test_pause_resume_and_stop_through_commands(start, workspace: Workspac
     assert raised.value.data == {"code": "RESUME_INCOMPATIBLE", "message": "Cannot resume stopped run"}
 
 
-async def test_resume_after_the_editor_went_away(start, workspace: Workspace, slow_fixtures: str) -> None:
-    """Shutting the server down leaves its runs interrupted; the next session resumes them."""
-    first = await start("vscode_1.95")
+async def test_a_run_whose_owner_was_interrupted_resumes_from_the_editor(
+    start, workspace: Workspace, slow_fixtures: str
+) -> None:
+    """An owner that ends (SIGTERM) leaves its run interrupted; ↻ Resume starts a new owner."""
+    client = await start("vscode_1.95", customNotifications=True)
     uri = workspace.uri(workspace.write("slow.workflow.js", SLOW))
-    open_document(first, uri, SLOW)
-    run_id = (await execute(first, "piflow.run", {"uri": uri, "fixtures": slow_fixtures}))["runId"]
-    await state_of(first, run_id, "running")
-    await first.shutdown_session()
-    second = await start("vscode_1.95", customNotifications=True)
-    open_document(second, uri, SLOW)
-    assert (await state_of(second, run_id, "interrupted"))["state"] == "interrupted"
-    assert f"↻ Resume {run_id[:8]} (interrupted)" in await titles(second, uri)
-    await press(second, uri, "↻ Resume")
-    finished = await second.expect("piflow/runFinished", lambda p: p["runId"] == run_id, timeout=60)
+    open_document(client, uri, SLOW)
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": slow_fixtures}))["runId"]
+    await state_of(client, run_id, "running")
+    with RunStore.open(default_store_path(workspace.project, workspace.env)) as store:
+        owner = store.lease_owner(run_id)
+    assert owner is not None
+    os.kill(owner[0], signal.SIGTERM)
+    assert (await state_of(client, run_id, "interrupted"))["state"] == "interrupted"
+    assert f"↻ Resume {run_id[:8]} (interrupted)" in await titles(client, uri)
+    assert (await press(client, uri, "↻ Resume"))["state"] == "running"
+    finished = await client.expect("piflow/runFinished", lambda p: p["runId"] == run_id and p["state"] == "completed",
+                                   timeout=60)
     assert finished["result"] == ["[scripted] first", "[scripted] second", "[scripted] third"]
 
 

@@ -1,7 +1,9 @@
 """Telling the user about runs: `piflow/*` notifications for plugins, standard LSP messages for the rest.
 
 A client that opted in (`initializationOptions.piflow.customNotifications`) gets every run of its
-projects as `piflow/runStarted`, `piflow/runProgress` (the latest full snapshot, throttled),
+projects as `piflow/runStarted`, `piflow/runProgress` (what changed, coalesced within ~100 ms per
+run: the run's small fields and the agents whose progress changed; every agent, with `reset`, the
+first time a run reaches this client),
 `piflow/checkpoint`, `piflow/budgetApproval`, `piflow/runFinished` and `piflow/log`. Every client
 also gets standard work-done progress (`$/progress`) for the runs it launched or resumed; a
 client without the plugin is asked checkpoint and budget questions with `window/showMessageRequest`
@@ -29,41 +31,41 @@ from piflow.server.runs import Host, RunEvent, Runs
 
 log = logging.getLogger(__name__)
 
-THROTTLE_SECONDS: Final = 0.15
+THROTTLE_SECONDS: Final = 0.1
 APPROVE: Final = "Approve"
 REJECT: Final = "Reject"
 _RESULT_PREVIEW: Final = 300
 
 
-def progress_message(view: dict[str, Any]) -> str:
-    agents = view.get("agents") or {}
-    parts = [view["state"].replace("_", " ")]
-    if view.get("phase"):
-        parts.append(f"phase {view['phase']}")
-    parts.append(f"{agents.get('settled', 0)}/{agents.get('total', 0)} agents")
+def progress_message(progress: dict[str, Any]) -> str:
+    counts = progress["agentCounts"]
+    parts = [progress["state"].replace("_", " ")]
+    if progress.get("phase"):
+        parts.append(f"phase {progress['phase']}")
+    parts.append(f"{counts['settled']}/{counts['total']} agents")
     return " · ".join(parts)
 
 
-def progress_snapshot(view: dict[str, Any]) -> protocol.RunProgress:
-    awaiting = [c for c in view.get("checkpoints") or [] if c.get("state") == "awaiting"]
-    return protocol.RunProgress.model_validate(
-        {
-            "runId": view["runId"],
-            "uri": view.get("uri"),
-            "workflowName": view["workflowName"],
-            "state": view["state"],
-            "phase": view.get("phase"),
-            "agents": view.get("agentList") or [],
-            "budget": view.get("budget") or {"limits": {}, "usage": {}, "events": []},
-            "checkpoints": awaiting,
-        }
-    )
+def progress_notification(
+    progress: dict[str, Any], sent: dict[str, protocol.AgentProgress] | None
+) -> protocol.RunProgress:
+    """The `piflow/runProgress` of `progress` (from `Runs.progress`) for a client last told the
+    agents in `sent`: those that differ, or every agent with `reset` when `sent` is None."""
+    shown = protocol.RunProgress.model_validate({**progress, "reset": sent is None})
+    if sent is not None:
+        shown.agents = [agent for agent in shown.agents if sent.get(agent.id) != agent]
+        sent.update((agent.id, agent) for agent in shown.agents)
+    return shown
 
 
 class RunNotifications(LanguageFeature):
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._sent_agents: dict[str, dict[str, protocol.AgentProgress]] = {}
+        """Per run: each agent as the client was last told (a run absent here gets a reset)."""
+        self._changed: dict[str, set[str]] = {}
+        """Per run: agents whose state events came since the last progress was read."""
         self._sent_at: dict[str, float] = {}
         self._tokens: dict[str, str] = {}
         self._began: set[str] = set()
@@ -77,6 +79,8 @@ class RunNotifications(LanguageFeature):
 
     def run_event(self, event: RunEvent) -> None:
         kind, payload = event.type, event.payload
+        if kind == events.AGENT_STATE_CHANGED and "agentId" in payload:
+            self._changed.setdefault(event.run_id, set()).add(str(payload["agentId"]))
         if kind == events.RUN_STARTED:
             announced = self._announced[event.run_id] = asyncio.get_running_loop().create_future()
             self.server.spawn(self._started(event, announced))
@@ -98,7 +102,7 @@ class RunNotifications(LanguageFeature):
     async def _uri(self, event: RunEvent) -> str | None:
         """The script of a run (remembered from its snapshots; looked up the first time)."""
         if event.run_id not in self._uris:
-            self._uris[event.run_id] = (await self._runs.view(event.host, event.run_id)).get("uri")
+            self._uris[event.run_id] = await self._runs.uri_of(event.host, event.run_id)
         return self._uris[event.run_id]
 
     async def _started(self, event: RunEvent, announced: asyncio.Future[None]) -> None:
@@ -122,7 +126,7 @@ class RunNotifications(LanguageFeature):
         )
 
     async def _send_progress(self, host: Host, run_id: str) -> dict[str, Any]:
-        """Send the run's snapshot; one at a time per run, so they arrive in order (the last one last)."""
+        """Send what changed in the run; one at a time per run, so they arrive in order (the last one last)."""
         announced = self._announced.get(run_id)
         if announced is not None:
             await announced  # runStarted goes out before the first snapshot
@@ -131,20 +135,25 @@ class RunNotifications(LanguageFeature):
             if handle is not None:
                 handle.cancel()
             self._sent_at[run_id] = time.monotonic()
-            view = await self._runs.view(host, run_id)
-            self._uris[run_id] = view.get("uri")
-            self.server.notify_custom("piflow/runProgress", progress_snapshot(view).to_wire())
+            sent = self._sent_agents.get(run_id)
+            changed = self._changed.pop(run_id, set())
+            progress = await self._runs.progress(host, run_id, None if sent is None else changed)
+            self._uris[run_id] = progress["uri"]
+            if self.server.options.custom_notifications:
+                notification = progress_notification(progress, sent)
+                if sent is None:
+                    self._sent_agents[run_id] = {agent.id: agent for agent in notification.agents}
+                self.server.notify_custom("piflow/runProgress", notification.to_wire())
             token = self._tokens.get(run_id)
-            if token is not None and token in self._began and view["state"] not in ENDED:
-                agents = view.get("agents") or {}
-                total, settled = agents.get("total", 0), agents.get("settled", 0)
+            if token is not None and token in self._began and progress["state"] not in ENDED:
+                total, settled = progress["agentCounts"]["total"], progress["agentCounts"]["settled"]
                 self.server.work_done_progress.report(
                     token,
                     types.WorkDoneProgressReport(
-                        message=progress_message(view), percentage=int(settled * 100 / total) if total else None
+                        message=progress_message(progress), percentage=int(settled * 100 / total) if total else None
                     ),
                 )
-            return view
+            return progress
 
     # -- $/progress -----------------------------------------------------------------------------
     def _begin(self, event: RunEvent) -> None:
@@ -193,7 +202,7 @@ class RunNotifications(LanguageFeature):
             finished["error"] = {"code": error.get("code", "INTERNAL_ERROR"), "message": error.get("message", "")}
         self.server.notify_custom("piflow/runFinished", protocol.RunFinished.model_validate(finished).to_wire())
         self._end(event.run_id, state)
-        for table in (self._announced, self._sending, self._sent_at, self._uris):
+        for table in (self._announced, self._sending, self._sent_at, self._uris, self._sent_agents, self._changed):
             table.pop(event.run_id, None)
         if event.own and not self.server.options.custom_notifications:
             self.server.window_show_message(_finished_message(view))

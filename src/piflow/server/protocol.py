@@ -130,14 +130,22 @@ class RunStarted(Message):
 
 
 class RunProgress(Message):
-    """The latest full snapshot of a running run; throttled, so a client may drop none and lose nothing."""
+    """What changed in a run: its small fields whole, its agents only when they changed (coalesced
+    within ~100 ms per run). `piflow.showRun` fetches the full snapshot on demand."""
 
     run_id: str
     uri: str | None
     workflow_name: str
     state: str
     phase: str | None
+    agent_counts: AgentCounts
+    """How many agents the whole run has, and how many have settled."""
     agents: list[AgentProgress]
+    """The agents whose progress changed since the previous `piflow/runProgress` of this run to this
+    client; every agent of the run when `reset` is true."""
+    reset: bool = True
+    """True: `agents` is every agent of the run (replace the run's list: the first progress of a run
+    a client gets, or a resync). False: a delta (upsert by agent `id`). Missing means true."""
     budget: Budget
     checkpoints: list[AwaitingCheckpoint]
 
@@ -449,7 +457,7 @@ COMMANDS: Final[tuple[Command, ...]] = (
 
 NOTIFICATIONS: Final[tuple[Notification, ...]] = (
     Notification("piflow/runStarted", RunStarted, "A run started."),
-    Notification("piflow/runProgress", RunProgress, "The latest snapshot of a run (throttled)."),
+    Notification("piflow/runProgress", RunProgress, "What changed in a run (coalesced ~100 ms per run)."),
     Notification("piflow/checkpoint", CheckpointRequest, "A run waits for a checkpoint answer."),
     Notification("piflow/budgetApproval", BudgetApproval, "A budget raise waits for approval."),
     Notification("piflow/runFinished", RunFinished, "A run reached a final state."),

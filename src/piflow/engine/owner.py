@@ -1,0 +1,45 @@
+"""Owner processes: every run is executed by one process of its own, started the same way whoever
+asks (`piflow run --detach`, the language server's ▶ Run, ↻ Resume and budget approvals)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+def start_owner(argv: list[str], *, cwd: str | None = None, script_text: str | None = None) -> dict[str, Any]:
+    """Start an owner process (`piflow <argv> --owner-process`, in its own session, so it outlives
+    whoever started it: a terminal, an editor's language server) and return its first reply:
+    `{"runId", "state", ...}` once the run is started (or answered without starting), or `{"error"}`.
+
+    `script_text` is the script to run instead of the file's text (an editor's unsaved changes); it
+    goes through the owner's stdin, so nothing is left behind if either side dies.
+    """
+    command = [sys.executable, "-m", "piflow", *argv, "--owner-process"]
+    if script_text is not None:
+        command.append("--script-stdin")
+    child = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if script_text is not None else subprocess.DEVNULL,
+        start_new_session=True,
+        encoding="utf-8",
+    )
+    assert child.stdout is not None
+    if child.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.write(script_text or "")
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.close()
+    line = child.stdout.readline().strip()
+    child.stdout.close()
+    if not line.startswith("{"):
+        code = child.wait()
+        return {"error": {"message": f"the run's owner process exited (status {code}) before the run started"}}
+    reply: dict[str, Any] = json.loads(line)
+    return reply
