@@ -7,7 +7,11 @@ agent replayed, none re-run. Each command starts a new Python process, so import
 does for a user. Targets (issue: speed): check <= 0.25 s, run <= 0.35 s, resume of 100 agents <=
 0.18 s and of 10,000 agents <= 2 s.
 
-Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000]`.
+On a loaded machine compare two trees in one run: `--against DIR` (a copy of an older `src/`)
+alternates every sample between that tree and this one, so both see the same load; each line
+then gives the median and the minimum of both.
+
+Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000] [--against DIR]`.
 """
 
 from __future__ import annotations
@@ -64,32 +68,55 @@ def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
     return run_id
 
 
+def report(what: str, target: str, samples: dict[str, list[float]]) -> None:
+    """One line: the median (and, when comparing trees, the minimum) of each tree's samples."""
+    if len(samples) == 1:
+        (values,) = samples.values()
+        print(f"{what:<38} {statistics.median(values):6.3f} s (target {target})")
+        return
+    figures = "  ".join(
+        f"{tree} {statistics.median(values):6.3f} (min {min(values):.3f})" for tree, values in samples.items()
+    )
+    print(f"{what:<38} {figures} s (target {target})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--agents", type=int, nargs="*", default=[100, 10_000])
+    parser.add_argument("--against", type=Path, metavar="DIR", help="a baseline tree to alternate with (its src/)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env = dict(os.environ)
         env.update(HOME=str(root / "home"), XDG_STATE_HOME=str(root / "state"), XDG_CONFIG_HOME=str(root / "config"))
         env.pop("PI_CODING_AGENT_DIR", None)
+        trees = {"now": env}
+        if args.against is not None:
+            trees = {"baseline": {**env, "PYTHONPATH": str(args.against.resolve())}, "now": env}
         project = root / "project"
         project.mkdir()
         (project / "one.workflow.js").write_text(ONE_AGENT)
-        check = statistics.median(timed(["check", "one.workflow.js"], project, env) for _ in range(args.runs))
-        print(f"piflow check, one agent:             {check:6.3f} s (target 0.25 s)")
-        run = statistics.median(timed(["run", "one.workflow.js", "--json"], project, env) for _ in range(args.runs))
-        print(f"piflow run, one agent, to completion: {run:6.3f} s (target 0.35 s)")
+        commands = {
+            "piflow check, one agent:": (["check", "one.workflow.js"], "0.25 s"),
+            "piflow run, one agent, to completion:": (["run", "one.workflow.js", "--json"], "0.35 s"),
+        }
+        for what, (argv, target) in commands.items():
+            samples: dict[str, list[float]] = {tree: [] for tree in trees}
+            for _ in range(args.runs):
+                for tree, tree_env in trees.items():
+                    samples[tree].append(timed(argv, project, tree_env))
+            report(what, target, samples)
         for n in args.agents:
             script = f"fan-{n}.workflow.js"
             (project / script).write_text(fan_out_script(n))
-            samples = []
+            samples = {tree: [] for tree in trees}
             for _ in range(max(1, args.runs // 3) if n > 1000 else args.runs):
-                run_id = interrupted_run(project, script, env)
-                samples.append(timed(["resume", run_id, "--answer", "done=approve", "--json"], project, env))
-            target = "0.18 s" if n <= 100 else "2 s"
-            print(f"piflow resume, {n:>6} agents:        {statistics.median(samples):6.3f} s (target {target})")
+                for tree, tree_env in trees.items():
+                    run_id = interrupted_run(project, script, tree_env)
+                    resume = ["resume", run_id, "--answer", "done=approve", "--json"]
+                    samples[tree].append(timed(resume, project, tree_env))
+            report(f"piflow resume, {n:>6} agents:", "0.18 s" if n <= 100 else "2 s", samples)
     return 0
 
 

@@ -5,17 +5,27 @@ Each check runs in a fresh interpreter, since what a process has imported is the
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 from piflow.cli import COMMANDS, build_parser
+from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.protocol import WorkerCall
+
+MIB = 1024 * 1024
 
 
 def run_python(code: str, cwd: Path | None = None) -> str:
+    environment = None
+    if cwd is not None:  # a project of the test's own: its run store and user config too
+        home = str(cwd)
+        environment = {**os.environ, "HOME": home, "XDG_STATE_HOME": f"{home}/state", "XDG_CONFIG_HOME": home}
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd, env=environment, capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -69,10 +79,70 @@ def test_the_worker_imports_neither_config_nor_the_dialects_nor_pydantic() -> No
     assert loaded("import piflow.engine.worker.__main__", heavy) == []
 
 
+def test_the_worker_loads_only_dukpys_extension_and_reads_no_package_metadata() -> None:
+    heavy = ["dukpy", "dukpy.install", "urllib.request", "http.client", "importlib.metadata"]
+    assert loaded("import piflow.engine.worker.__main__", heavy) == []
+
+
+def test_the_cheap_dukpy_version_check_agrees_with_the_package_metadata() -> None:
+    out = run_python("""
+        from importlib.metadata import version
+        from piflow.engine.worker.runtime import _installed_dukpy_is
+        print(_installed_dukpy_is(version("dukpy")), _installed_dukpy_is("0.0.0"))
+    """)
+    assert out == "True False"
+
+
+async def test_the_worker_still_lifts_the_quickjs_heap_limit_above_dukpys_128_mib() -> None:
+    """A big fan-out needs more than dukpy's fixed heap: the limit is set once the version is known."""
+    worker = WorkerProcess(heap_limit=512 * MIB)
+    await worker.start(body="const hoard = []; for (let i = 0; i < 160; i++) hoard.push('x'.repeat(1e6) + i);"
+                       " return hoard.length;")
+
+    def no_calls(call: WorkerCall) -> None:
+        raise AssertionError(f"unexpected host call {call.op}")
+
+    assert await worker.serve(no_calls) == 160
+
+
 def test_check_imports_neither_the_engine_nor_the_server(tmp_path: Path) -> None:
     (tmp_path / "one.workflow.js").write_text("await agent('hello', {label: 'a'});\n", encoding="utf-8")
     code = "from piflow.cli import main\nassert main(['check', 'one.workflow.js']) == 0"
     assert loaded(code, ["piflow.engine.engine", "piflow.engine.store", "anyio", "piflow.server.app"], tmp_path) == []
+
+
+def test_check_without_piflow_toml_or_roles_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['check', 'one.workflow.js']) == 0"
+    heavy = ["pydantic", "piflow.config.piflow_toml", "ruamel.yaml", "jsonschema"]
+    assert loaded(code, heavy, tmp_path) == []
+
+
+def test_check_without_the_compile_does_not_import_dukpy(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['check', '--no-compile', 'one.workflow.js']) == 0"
+    assert loaded(code, ["dukpy", "urllib.request"], tmp_path) == []
+
+
+def test_a_piflow_toml_is_still_validated_with_the_line_of_the_bad_key(tmp_path: Path) -> None:
+    (tmp_path / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\ncolour = "blue"\n', encoding="utf-8")
+    (tmp_path / "one.workflow.js").write_text("await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "piflow", "check", "one.workflow.js"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 2
+    assert f"{tmp_path / 'piflow.toml'}:3: unknown key piflow.colour" in done.stderr
+
+
+def test_running_a_script_whose_agents_have_no_output_schema_does_not_import_jsonschema(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
+    assert loaded(code, ["jsonschema", "pydantic", "piflow.cli_check", "piflow.server.app"], tmp_path) == []
+
+
+def test_run_commands_share_usage_errors_without_importing_check() -> None:
+    assert loaded("import piflow.cli_runs", ["piflow.cli_check"]) == []
 
 
 def test_run_commands_do_not_import_the_language_server() -> None:

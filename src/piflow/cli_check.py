@@ -19,6 +19,7 @@ from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.dialects import detect_dialect, dialect_names
 from piflow.analysis.report import FileReport, format_json, format_sarif, format_text
 from piflow.analysis.script_file import read_script_file, unreadable_script
+from piflow.cli_errors import UsageError
 from piflow.config.files import FileRefused
 from piflow.errors import WorkflowError
 
@@ -31,10 +32,6 @@ ACORN_NOTE: Final = (
 EXIT_CLEAN: Final = 0
 EXIT_FINDINGS: Final = 1
 EXIT_USAGE: Final = 2
-
-
-class UsageError(Exception):
-    """A problem with the command line or the configuration (exit code 2)."""
 
 
 def register(commands: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Final, TextIO
 import anyio
 
 from piflow.analysis.script_file import read_script_file, unreadable_script
-from piflow.cli_check import UsageError
+from piflow.cli_errors import UsageError
 from piflow.config.files import FileRefused
 from piflow.engine import events
 from piflow.engine.engine import Engine, LaunchRequest

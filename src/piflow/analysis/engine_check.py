@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
 
-import dukpy
-
 _STACK_LIMIT_MESSAGE: Final = "Not enough stack space"
 _POSITION_SUFFIX: Final = re.compile(r" \(\d+:\d+\)$")
 _QUICKJS_LOCATION: Final = re.compile(r"at <dukpy>:(\d+)(?::(\d+))?")
@@ -83,6 +81,8 @@ class JavaScriptChecker:
     """QuickJS with acorn loaded."""
 
     def __init__(self) -> None:
+        import dukpy  # here, not at the top: dukpy imports its npm installer (urllib, http.client, ssl)
+
         source = resources.files("piflow.analysis").joinpath("vendor/acorn.js").read_text(encoding="utf-8")
         self._interpreter = dukpy.JSInterpreter()
         self._interpreter.evaljs(
@@ -118,6 +118,8 @@ class JavaScriptChecker:
         Only call this for a body acorn accepted: its statements are then complete, so the
         wrapper cannot be closed early and nothing runs.
         """
+        import dukpy  # loaded by __init__: a dictionary lookup
+
         try:
             self._interpreter.evaljs(_BODY_WRAPPER % body)
         except dukpy.JSRuntimeError as error:
@@ -137,6 +139,8 @@ class JavaScriptChecker:
         Only call this for a text tree-sitter parses without an error, for the reason
         `compile_error` gives; `syntax_check` decides when its verdict may stand for acorn's.
         """
+        import dukpy
+
         try:
             self._interpreter.evaljs(_STRICT_WRAPPER % source)
         except dukpy.JSRuntimeError:

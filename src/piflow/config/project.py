@@ -2,7 +2,7 @@
 
 These hold what pi's files do not: which backend runs agents, which files are workflow
 scripts, where the run store lives, and whether a project's `.pi/` files are trusted. Both
-files share one schema (pydantic, unknown keys rejected); the user file may also list
+files share one schema (`piflow_toml`, pydantic, unknown keys rejected); the user file may also list
 trusted projects. Every problem is a CONFIG_ERROR `<file>:<line>: <what>`, with the line of
 the offending key so editors and terminals can jump to it.
 """
@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_text
 from piflow.config.paths import PROJECT_CONFIG_NAME, expand_home, user_config_path
 from piflow.config.settings import validate_model_aliases
 from piflow.errors import WorkflowError
+from piflow.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from piflow.config.piflow_toml import PiflowFile
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -39,69 +40,7 @@ BackendName = Literal["scripted", "openai", "pi"]
 DEFAULT_BACKEND: Final[BackendName] = "scripted"
 DEFAULT_SCRIPT_GLOBS: Final = ("**/*.workflow.js",)
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class PiflowSection(_Strict):
-    """`[piflow]`: the defaults piflow works with."""
-
-    backend: BackendName | None = Field(
-        default=None, description="Backend that runs agents: scripted, openai or pi."
-    )
-    model: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Launching model (provider/model[:thinking], alias or bare id): what agents use when "
-        "neither the call nor its role names a model. pi uses its session's model.",
-    )
-    scripts: list[str] | None = Field(
-        default=None,
-        description='Globs (relative to the project root) of workflow scripts, e.g. ["**/*.workflow.js"].',
-    )
-    store: str | None = Field(
-        default=None,
-        description="Run store file (relative paths are relative to this file). In piflow.toml it must be "
-        "inside the project unless the user config trusts the project.",
-    )
-    trust_project: bool | None = Field(
-        default=None,
-        description="piflow.toml: trust this project's .pi/ roles and settings. "
-        "User config: trust every project that does not say otherwise.",
-    )
-
-
-class BackendOverride(_Strict):
-    """`[backends.<provider>]`: the backend for one model provider."""
-
-    backend: BackendName = Field(description="Backend that runs this provider's models.")
-
-
-class ScriptedSection(_Strict):
-    """`[scripted]`: the deterministic backend's fixtures."""
-
-    fixtures: str | None = Field(
-        default=None,
-        description="Fixture file (relative paths are relative to this file). In piflow.toml it must be "
-        "inside the project unless the user config trusts the project.",
-    )
-
-
-class PiflowFile(_Strict):
-    """The schema of `piflow.toml` and of the user's `config.toml`."""
-
-    piflow: PiflowSection = Field(default_factory=PiflowSection)
-    backends: dict[str, BackendOverride] = Field(default_factory=dict)
-    scripted: ScriptedSection = Field(default_factory=ScriptedSection)
-    model_aliases: dict[str, str] = Field(
-        default_factory=dict,
-        description="Default model aliases for this project's scripts (name = provider/model[:thinking]). "
-        "pi's modelAliases in its global workflow settings win over these.",
-    )
-    trusted_projects: list[str] | None = Field(
-        default=None, description="User config only: absolute paths of trusted projects (~ allowed)."
-    )
+export_lazily(__name__, {"PiflowFile": "piflow.config.piflow_toml"})  # pydantic only when a file is read
 
 
 @dataclass(frozen=True)
@@ -163,6 +102,12 @@ def _read_piflow_file(path: Path, allow_trusted_projects: bool) -> tuple[PiflowF
         raise WorkflowError("CONFIG_ERROR", f"{path}:1: cannot read: {error}") from None
     except OSError as error:
         raise WorkflowError("CONFIG_ERROR", f"{path}:1: cannot read: {error.strerror or error}") from None
+    import tomllib  # a file to validate: only now pay for the parser and pydantic
+
+    from pydantic import ValidationError
+
+    from piflow.config.piflow_toml import PiflowFile
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -362,44 +307,11 @@ def load_project_config(
     )
 
 
-def generated_schema() -> dict[str, Any]:
-    """The JSON Schema of piflow.toml / config.toml (written to `schemas/piflow.toml.schema.json`)."""
-    schema = _without_null(PiflowFile.model_json_schema())
-    assert isinstance(schema, dict)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "piflow.toml"
-    schema["description"] = (
-        "piflow's own settings, in piflow.toml at a project root or ~/.config/piflow/config.toml. "
-        "Generated from piflow.config.project.PiflowFile; do not edit by hand."
-    )
-    return schema
-
-
-def _without_null(node: Any) -> Any:
-    """Drop pydantic's `null` alternatives and `default: null`: TOML has no null."""
-    if isinstance(node, list):
-        return [_without_null(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    cleaned = {
-        key: _without_null(value) for key, value in node.items() if not (key == "default" and value is None)
-    }
-    options = cleaned.get("anyOf")
-    if isinstance(options, list):
-        kept = [option for option in options if option != {"type": "null"}]
-        if len(kept) == 1:
-            cleaned.pop("anyOf")
-            cleaned = {**kept[0], **cleaned}
-        else:
-            cleaned["anyOf"] = kept
-    return cleaned
-
-
 def schema_text() -> str:
     """`schemas/piflow.toml.schema.json` as it must read (a test fails when the file drifts).
 
     Regenerate with `python -c "from piflow.config.project import schema_text; print(schema_text(), end='')"`.
     """
-    import json
+    from piflow.config.piflow_toml import generated_schema
 
     return json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -12,18 +12,20 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Final
-
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.resolver import VersionedResolver
+from typing import TYPE_CHECKING, Any, Final
 
 from piflow.config.files import CONFIG_LIMIT, FileRefused, node_error_text, read_bytes
 from piflow.config.model_refs import THINKING_LEVELS
 from piflow.config.resources import ResourcePolicy, validate_resource_policy
 from piflow.errors import WorkflowError
 from piflow.jsvalues import JS_WHITESPACE, UNDEFINED, js_trim, utf16_length
+
+if TYPE_CHECKING:  # ruamel.yaml (~15 ms) is imported only once a role has YAML frontmatter
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.resolver import VersionedResolver
 
 __all__ = ["RoleDefinition", "RoleSet", "load_roles", "parse_role_markdown"]
 
@@ -97,18 +99,27 @@ def _parse_lenient(content: str) -> RoleDefinition:
     )
 
 
-class _CoreSchemaResolver(VersionedResolver):
-    """YAML 1.2 core schema as the `yaml` package reads it: no implicit timestamps."""
+@cache
+def _core_schema_resolver() -> type[VersionedResolver]:
+    """The resolver class, built on first use like every use of ruamel.yaml."""
+    from ruamel.yaml.resolver import VersionedResolver
 
-    def add_version_implicit_resolver(self, version: Any, tag: Any, regexp: Any, first: Any) -> None:
-        if tag == _TIMESTAMP_TAG:
-            return
-        super().add_version_implicit_resolver(version, tag, regexp, first)
+    class CoreSchemaResolver(VersionedResolver):
+        """YAML 1.2 core schema as the `yaml` package reads it: no implicit timestamps."""
+
+        def add_version_implicit_resolver(self, version: Any, tag: Any, regexp: Any, first: Any) -> None:
+            if tag == _TIMESTAMP_TAG:
+                return
+            super().add_version_implicit_resolver(version, tag, regexp, first)
+
+    return CoreSchemaResolver
 
 
 def _yaml_loader() -> YAML:
+    from ruamel.yaml import YAML
+
     loader = YAML(typ="safe", pure=True)
-    loader.Resolver = _CoreSchemaResolver
+    loader.Resolver = _core_schema_resolver()
     return loader
 
 
@@ -127,6 +138,8 @@ def _split_frontmatter(content: str) -> tuple[str | None, str]:
 
 def _yaml_error_message(error: YAMLError, source: str) -> str:
     """A YAML error in the `yaml` package's shape: `<text> at line L, column C:\\n\\n<context>\\n^\\n`."""
+    from ruamel.yaml.error import MarkedYAMLError
+
     if not isinstance(error, MarkedYAMLError) or error.problem_mark is None:
         return str(error)
     problem = str(error.problem or error.context or "Invalid YAML")
@@ -170,6 +183,8 @@ def _parse_frontmatter(content: str) -> tuple[Any, str]:
     yaml_text, body = _split_frontmatter(content)
     if not yaml_text:
         return {}, body
+    from ruamel.yaml.error import YAMLError
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. a redefined anchor, which YAML 1.2 allows

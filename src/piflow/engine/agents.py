@@ -8,8 +8,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from jsonschema import Draft7Validator
-from jsonschema.validators import validator_for
 
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
@@ -31,6 +29,9 @@ _NOT_RETRIED = frozenset({"CANCELLED", "WORKTREE_FAILED", "RESUME_INCOMPATIBLE",
 
 def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
     """Check a result against its output schema (draft 7 unless the schema names another)."""
+    from jsonschema import Draft7Validator  # ~50 ms to import: only runs whose agents have a schema pay it
+    from jsonschema.validators import validator_for
+
     cls = validator_for(schema, default=Draft7Validator)
     return bool(cls(schema).is_valid(value))
 

@@ -11,15 +11,40 @@ script produced for the host.
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
+import importlib.util
 import json
-from importlib.metadata import version
+import sys
 from importlib.resources import files
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
-
-from dukpy import _dukpy
 
 from piflow.engine.worker.instrument import instrument
 from piflow.errors import WorkflowError
+
+
+def _native_dukpy() -> ModuleType:
+    """dukpy's C extension alone, without running the `dukpy` package.
+
+    The package's `__init__` imports dukpy's npm installer (urllib, http.client, ssl): ~30 ms of
+    every worker's start, for nothing a worker uses. The extension initialises once per process
+    and is then left out of `sys.modules`, so a later `import dukpy` (a test process) still binds
+    `dukpy._dukpy` and shares its functions and error class.
+    """
+    package = importlib.util.find_spec("dukpy")  # finds the package without executing it
+    where = package.submodule_search_locations if package is not None else None
+    spec = importlib.machinery.PathFinder.find_spec("dukpy._dukpy", list(where or ()))
+    if spec is None or spec.loader is None:
+        raise ImportError("dukpy is not installed: the worker needs its QuickJS extension", name="dukpy._dukpy")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if "dukpy" not in sys.modules:
+        sys.modules.pop(spec.name, None)
+    return module
+
+
+_dukpy: Any = sys.modules.get("dukpy._dukpy") or _native_dukpy()
 
 _ENTRY: Final = "__pi_extensible_workflows_worker"
 _FILENAME: Final = "workflow.js"
@@ -105,6 +130,13 @@ def _first_line(error: Exception) -> str:
 _KNOWN_LAYOUT: Final = "0.6.0"
 
 
+def _installed_dukpy_is(version: str) -> bool:
+    """Whether the dukpy installed beside its extension is `version` alone, from its dist-info name
+    (`importlib.metadata` would cost ~30 ms of the worker's start to read the same)."""
+    installed = Path(_dukpy.__file__).parent.parent.glob("dukpy-*.dist-info")
+    return [path.name for path in installed] == [f"dukpy-{version}.dist-info"]
+
+
 def _set_heap_limit(capsule: object, limit: int) -> None:
     """Set QuickJS's heap limit (dukpy fixes it at 128 MiB, too small for a 50k-agent fan-out).
 
@@ -113,7 +145,7 @@ def _set_heap_limit(capsule: object, limit: int) -> None:
     for dukpy 0.6.0 only, and is double-checked (the context must belong to the runtime); with any
     other version the default limit stays.
     """
-    if version("dukpy") != _KNOWN_LAYOUT:
+    if not _installed_dukpy_is(_KNOWN_LAYOUT):
         return
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
