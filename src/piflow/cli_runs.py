@@ -17,7 +17,7 @@ import anyio
 from piflow.analysis.script_file import read_script_file, unreadable_script
 from piflow.cli_errors import UsageError
 from piflow.config.files import FileRefused
-from piflow.engine import events
+from piflow.engine import control, events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
@@ -370,17 +370,17 @@ async def _resume(args: argparse.Namespace) -> int:
             return await _drive(engine, run_id, args)
 
 
-def _with_engine(args: argparse.Namespace, action: str) -> int:
+def _control(args: argparse.Namespace, action: str) -> int:
+    """pause, stop, approve, reject: requests on the store, which the run's owner carries out."""
     cwd = project_root(os.getcwd())
     with existing_store(cwd) as store:
-        run_id = resolve_run(store, args.run, cwd)
-        engine = Engine(store)
+        record = control.find(store, resolve_run(store, args.run, cwd))
         if action == "pause":
-            print(f"{engine.pause(run_id)}")
+            print(f"{control.pause(store, record)}")
         elif action == "stop":
-            print(json.dumps(engine.stop(run_id)))
+            print(json.dumps(control.stop(store, record)))
         elif action in ("approve", "reject"):
-            reply = engine.respond(run_id, name=args.name, approved=action == "approve")
+            reply, _ = control.answer_checkpoint(store, record, args.name, action == "approve")
             print("Checkpoint response accepted." if reply["accepted"] else "Checkpoint is not awaiting a response.")
             return 0 if reply["accepted"] else 1
     return 0
@@ -603,12 +603,12 @@ def register(commands: Any) -> None:
     for action in ("pause", "stop"):
         sub = commands.add_parser(action, help=f"{action} a run")
         sub.add_argument("run")
-        sub.set_defaults(handler=lambda a, action=action: _with_engine(a, action))
+        sub.set_defaults(handler=lambda a, action=action: _control(a, action))
     for action in ("approve", "reject"):
         sub = commands.add_parser(action, help=f"{action} a checkpoint")
         sub.add_argument("run")
         sub.add_argument("name", help="checkpoint label (ship, ship#2, ...)")
-        sub.set_defaults(handler=lambda a, action=action: _with_engine(a, action))
+        sub.set_defaults(handler=lambda a, action=action: _control(a, action))
 
     budget = commands.add_parser("budget", help="answer a budget adjustment proposal")
     budget.add_argument("decision", choices=("approve", "reject"))

@@ -20,13 +20,12 @@ from piflow.analysis.budget import (
     validate_budget,
     validate_budget_patch,
 )
-from piflow.engine import events
-from piflow.engine.agents import agent_state_payload
+from piflow.engine import control, events
 from piflow.engine.backends import create_backend
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
-from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, AgentState, CheckpointState, RunState
-from piflow.engine.runs import ActiveRun, base_payload, record_budget_event
+from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, RunState
+from piflow.engine.runs import ActiveRun, record_budget_event
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
 from piflow.engine.store import DecisionRecord, RunRecord, RunStore, StoreError
@@ -259,11 +258,7 @@ class Engine:
     # -- control -----------------------------------------------------------------------------
     def _remote_owner(self, run_id: str) -> int | None:
         """The pid of another live process owning the run, if any."""
-        owner = self.store.lease_owner(run_id)
-        return None if owner is None or owner[1] == self.token else owner[0]
-
-    def _request_remote(self, run_id: str, action: str, **extra: Any) -> None:
-        self.store.append_event(run_id, events.CONTROL_REQUEST, {"runId": run_id, "action": action, **extra})
+        return control.owner_pid(self.store, run_id, self.token)
 
     def _record(self, run_id: str) -> RunRecord:
         self.recover()
@@ -277,48 +272,19 @@ class Engine:
         if run is not None:
             run.lifecycle.pause()
             return run.lifecycle.state
-        if self._remote_owner(record.id) is not None:
-            if record.state != RunState.RUNNING:
-                raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
-            self._request_remote(record.id, "pause")
-            return RunState.PAUSING
-        raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {record.state} run")
+        return control.pause(self.store, record)
 
     def stop(self, run_id: str) -> dict[str, Any]:
         try:
             record = self._record(run_id)
         except WorkflowError:
             return {"runId": run_id, "state": "unknown", "stopped": False, "reason": "unknown_run"}
-        if record.state in IRREVERSIBLE:
-            return {"runId": record.id, "state": record.state, "stopped": False, "reason": "already_terminal"}
         run = self.active.get(record.id)
-        if run is not None:
-            run.lifecycle.terminal(RunState.STOPPED, "stopped")
-            run.scope.cancel()
-        elif self._remote_owner(record.id) is not None:
-            self._request_remote(record.id, "stop")
-        else:
-            with self.store.batch():
-                self._set_stored_state(record, RunState.STOPPED, "stopped")
-                self._cancel_abandoned_agents(record)
+        if run is None or record.state in IRREVERSIBLE:
+            return control.stop(self.store, record, self.token)
+        run.lifecycle.terminal(RunState.STOPPED, "stopped")
+        run.scope.cancel()
         return {"runId": record.id, "state": RunState.STOPPED, "stopped": True}
-
-    def _set_stored_state(self, record: RunRecord, state: RunState, reason: str) -> None:
-        with self.store.batch():
-            self.store.update_run(record.id, state=state)
-            self.store.append_event(record.id, events.RUN_STATE_CHANGED, {
-                **base_payload(record), "previousState": record.state, "state": state, "reason": reason,
-            })
-
-    def _cancel_abandoned_agents(self, record: RunRecord) -> None:
-        """Agents a dead owner left unsettled are cancelled (with their events) before the run goes on or ends."""
-        error = {"code": "CANCELLED", "message": "Agent cancelled: its run's process ended"}
-        with self.store.batch():
-            for agent in self.store.cancel_unsettled_agents(record.id, error):
-                cancelled = replace(agent, state=AgentState.CANCELLED, activity=None, error=error)
-                self.store.append_event(record.id, events.AGENT_STATE_CHANGED, {
-                    **base_payload(record), **agent_state_payload(cancelled, agent.state),
-                })
 
     def respond(
         self, run_id: str, *, name: str | None = None, proposal_id: str | None = None, approved: bool
@@ -329,19 +295,13 @@ class Engine:
             return self._answer_proposal(record, proposal_id, approved)
         if not name:
             raise WorkflowError("INVALID_METADATA", "workflow_respond requires name or proposalId")
-        with self.store.batch():
-            accepted = self.store.answer_checkpoint(record.id, name, approved)
-            if accepted:
-                answer = CheckpointState.APPROVED if approved else CheckpointState.REJECTED
-                payload = {**base_payload(record), "name": name, "state": answer}
-                seq = self.store.append_event(record.id, events.CHECKPOINT_STATE_CHANGED, payload)
-        if accepted:
-            self.bus.publish(events.Event(seq, record.id, events.CHECKPOINT_STATE_CHANGED, payload))
+        reply, recorded = control.answer_checkpoint(self.store, record, name, approved)
+        if recorded is not None:
+            self.bus.publish(recorded)
             run = self.active.get(record.id)
             if run is not None:
                 run.sync_checkpoints()
-        return {"accepted": accepted, "state": "checkpoint_answered" if accepted else "not_pending",
-                "approved": approved, "reason": "checkpoint"}
+        return reply
 
     # -- resuming ----------------------------------------------------------------------------
     async def resume(self, run_id: str, budget_patch: Any = None) -> dict[str, Any]:
@@ -356,7 +316,7 @@ class Engine:
         if self._remote_owner(record.id) is not None:
             if record.state != RunState.PAUSED:
                 raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
-            self._request_remote(record.id, "resume")
+            control.request(self.store, record.id, "resume")
             return {"runId": record.id, "state": RunState.RUNNING}
         if record.state not in RESUMABLE:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
@@ -374,7 +334,7 @@ class Engine:
         snapshot, warning = check_cold_resume(snapshot, env)
         self.store.replace_snapshot(record.id, snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
-        self._cancel_abandoned_agents(record)
+        control.cancel_abandoned_agents(self.store, record)
         if version is not None:
             self.store.update_run(record.id, budget=budget or None, budget_version=version)
         stored = self.store.get_run(record.id)
@@ -441,7 +401,7 @@ class Engine:
                 continue
             if self._remote_owner(record.id) is not None:
                 continue
-            self._set_stored_state(record, RunState.INTERRUPTED, "session_shutdown")
+            control.set_state(self.store, record, RunState.INTERRUPTED, "session_shutdown")
 
     async def _maintain(self) -> None:
         renew_at = time.monotonic()

@@ -58,6 +58,14 @@ def progress_notification(
     return shown
 
 
+def _wire_progress(
+    progress: dict[str, Any], sent: dict[str, protocol.AgentProgress] | None
+) -> tuple[dict[str, Any], dict[str, protocol.AgentProgress]]:
+    """Worker thread: the notification's wire form, and the agents it told the client about."""
+    notification = progress_notification(progress, sent)
+    return notification.to_wire(), {agent.id: agent for agent in notification.agents}
+
+
 class RunNotifications(LanguageFeature):
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
@@ -79,8 +87,8 @@ class RunNotifications(LanguageFeature):
 
     def run_event(self, event: RunEvent) -> None:
         kind, payload = event.type, event.payload
-        if kind == events.AGENT_STATE_CHANGED and "agentId" in payload:
-            self._changed.setdefault(event.run_id, set()).add(str(payload["agentId"]))
+        if kind == events.AGENT_STATE_CHANGED:
+            self._changed.setdefault(event.run_id, set()).update(event.agents)
         if kind == events.RUN_STARTED:
             announced = self._announced[event.run_id] = asyncio.get_running_loop().create_future()
             self.server.spawn(self._started(event, announced))
@@ -137,13 +145,15 @@ class RunNotifications(LanguageFeature):
             self._sent_at[run_id] = time.monotonic()
             sent = self._sent_agents.get(run_id)
             changed = self._changed.pop(run_id, set())
+            custom = self.server.options.custom_notifications
             progress = await self._runs.progress(host, run_id, None if sent is None else changed)
             self._uris[run_id] = progress["uri"]
-            if self.server.options.custom_notifications:
-                notification = progress_notification(progress, sent)
+            if custom:
+                # validated and converted in a worker thread: a run's first snapshot can hold thousands of agents
+                wire, agents = await self.server.run_in_thread(_wire_progress, progress, sent)
                 if sent is None:
-                    self._sent_agents[run_id] = {agent.id: agent for agent in notification.agents}
-                self.server.notify_custom("piflow/runProgress", notification.to_wire())
+                    self._sent_agents[run_id] = agents
+                self.server.notify_custom("piflow/runProgress", wire)
             token = self._tokens.get(run_id)
             if token is not None and token in self._began and progress["state"] not in ENDED:
                 total, settled = progress["agentCounts"]["total"], progress["agentCounts"]["settled"]
@@ -192,7 +202,12 @@ class RunNotifications(LanguageFeature):
 
     # -- the end of a run ---------------------------------------------------------------------
     async def _finished(self, event: RunEvent) -> None:
-        view = await self._send_progress(event.host, event.run_id)  # the final snapshot, then the end
+        try:
+            view = await self._send_progress(event.host, event.run_id)  # the final snapshot, then the end
+        except Exception:  # the end reaches the client even when the final snapshot cannot be read
+            log.exception("cannot read the end of run %s", event.run_id)
+            view = {"state": event.payload["state"], "uri": self._uris.get(event.run_id),
+                    "workflowName": event.payload.get("workflowName", "workflow")}
         state = view["state"]
         finished: dict[str, Any] = {"runId": event.run_id, "uri": view.get("uri"), "state": state}
         if state == "completed":

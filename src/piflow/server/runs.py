@@ -5,10 +5,12 @@ starts (handing it the editor's text, unsaved changes included); pause, stop and
 requests written to the store, which the owner carries out — exactly as for a run a terminal
 owns. So a run outlives the editor that launched it, and the next server shows it live again.
 
-Each project has one run store (the one `piflow run` uses). The server follows each store through
-one `ChangeFeed` (a cheap "anything committed?" check every few milliseconds, events read only
-then) and hands each event once to the features. Nothing of the engine runs on the server's loop:
-reads and control requests run in worker threads, owners in their own processes.
+Each project has one run store (the one `piflow run` uses). One follower thread checks every
+store's `ChangeFeed` (a cheap "anything committed?" check every few milliseconds, events read only
+then), reduces what it read — a big run commits thousands of agent state changes a second, which
+reach the features as one event per run and state standing for all the agents it names — and
+hands the loop only that. Nothing of the engine runs on the server's loop: reads and control
+requests run in worker threads, owners in their own processes.
 """
 
 from __future__ import annotations
@@ -17,34 +19,44 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from piflow.engine import events
+from piflow.engine import control, events
 from piflow.engine.environment import project_root
-from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
+from piflow.engine.feed import BATCH, FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
 from piflow.engine.owner import start_owner
-from piflow.engine.store import RunRecord, RunStore
-from piflow.engine.views import agent_detail, agent_view, attention_key, run_summary, run_view
+from piflow.engine.store import EventRecord, RunRecord, RunStore
+from piflow.engine.views import agent_detail, agent_view, attention_key, observed_run, run_summary, run_view
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 DELIVERY_SLICE: Final = 100
 """Events handed to the features between two turns of the loop (a big run commits thousands a second)."""
 STORE_LOOK_SECONDS: Final = 0.5
 """How often a project without a run store yet is checked for one."""
+LIVENESS_SECONDS: Final = 1.0
+"""How often the owners of the live runs are checked to be alive."""
 
 
 @dataclass(frozen=True)
 class RunEvent:
-    """One run event as the features receive it; `own` when this server launched or resumed the run."""
+    """One run event as the features receive it; `own` when this server launched or resumed the run.
+
+    An agent state change stands for every change of the run to the same state read with it
+    (`agents`: the ids of all the agents whose state changed since the previous event of the run
+    that is not an agent state change); it is the last of them.
+    """
 
     seq: int
     run_id: str
@@ -52,6 +64,7 @@ class RunEvent:
     payload: dict[str, Any]
     own: bool
     host: Host
+    agents: frozenset[str] = frozenset()
 
 
 def script_uri(script_path: str | None) -> str | None:
@@ -77,13 +90,114 @@ class Host:
     """Owner processes being started: their first events wait until the run is known as ours."""
     born_watched: bool = False
     """The store did not exist when the server began following it: all its events are news."""
+    looked: float = 0.0
+    live: set[str] = field(default_factory=set)
+    """Runs seen starting and not yet seen ending: their owners' lives are checked."""
+    checked: float = 0.0
+    failure: str | None = None
+    """Why the store could not be read the last time (logged once, until it can be read again)."""
+    _opening: threading.Lock = field(default_factory=threading.Lock)
 
     def open_reader(self) -> RunStore | None:
         """Worker thread: open the store once it exists (a project without runs has none)."""
-        if self.reader is None and self.store_path.exists():
-            self.feed = ChangeFeed(self.store_path, after_seq=0 if self.born_watched else None)
-            self.reader = RunStore.open(self.store_path)
+        with self._opening:
+            if self.reader is None and self.store_path.exists():
+                if self.feed is None:
+                    self.feed = ChangeFeed(self.store_path, after_seq=0 if self.born_watched else None)
+                self.reader = RunStore.open(self.store_path)
         return self.reader
+
+    def poll(self) -> list[Folded]:
+        """Follower thread: the store's new events, agent state changes folded (`fold_agent_changes`);
+        none while the store cannot be read.
+
+        An unreadable store (one another process is still creating, a damaged file) is looked at
+        again later: it must never stop the following of this or any other store.
+        """
+        found: list[EventRecord] = []
+        try:
+            if self.feed is None:
+                if time.monotonic() - self.looked < STORE_LOOK_SECONDS:
+                    return []
+                self.looked = time.monotonic()
+                self.open_reader()
+            feed = self.feed
+            if feed is None:
+                return []
+            if feed.changed():
+                found += self._track(feed.read())
+            if self.live and time.monotonic() - self.checked > LIVENESS_SECONDS:
+                self.checked = time.monotonic()
+                found += self._ended_owners(feed)
+            self.failure = None
+        except Exception as error:  # what was read before the failure still goes out
+            message = error.message if isinstance(error, WorkflowError) else repr(error)
+            if message != self.failure:
+                log.warning("cannot read the run store %s: %s", self.store_path, message)
+            self.failure = message
+        return fold_agent_changes(found)
+
+    def _track(self, found: list[EventRecord]) -> list[EventRecord]:
+        """Keep `live` up to date with `found`; return it."""
+        for event in found:
+            if event.type in (events.RUN_STARTED, events.RUN_RESUMED):
+                self.live.add(event.run_id)
+            elif event.type == events.RUN_STATE_CHANGED and isinstance(event.payload, dict) \
+                    and event.payload.get("state") in ENDED:
+                self.live.discard(event.run_id)
+        return found
+
+    def _ended_owners(self, feed: ChangeFeed) -> list[EventRecord]:
+        """The events the owners of live runs recorded before they went, and for a run whose owner
+        died without recording its end (SIGKILL, a crash), that end as the editor must see it: the
+        run is interrupted (resumable). Nothing is written: the next owner records it."""
+        dead = []
+        for run_id in list(self.live):
+            try:
+                if feed.store.lease_owner(run_id) is None:
+                    dead.append(run_id)
+            except WorkflowError:  # the run is gone from the store
+                self.live.discard(run_id)
+        if not dead:
+            return []
+        found = self._track(feed.read())  # read after the check: an owner that ended its run recorded it first
+        if len(found) == BATCH:
+            return found  # more to read first: the end of a run may be among them
+        for run_id in dead:
+            if run_id in self.live:
+                self.live.discard(run_id)
+                payload = {"runId": run_id, "state": RunState.INTERRUPTED, "reason": "owner_gone"}
+                found.append(EventRecord(feed.after_seq, run_id, events.RUN_STATE_CHANGED, payload, time.time()))
+        return found
+
+
+Folded = tuple[EventRecord, frozenset[str]]
+"""An event and, for an agent state change, the agents it stands for."""
+
+
+def fold_agent_changes(found: list[EventRecord]) -> list[Folded]:
+    """Events in order, with each run's agent state changes between two other events of the run
+    folded into one per state (the last, standing for all their agents): no feature needs each of
+    the thousands a second a big run commits, and none may cost the loop time per agent."""
+    reduced: list[Folded] = []
+    pending: dict[str, dict[Any, tuple[EventRecord, set[str]]]] = {}
+
+    def flush(run_id: str) -> None:
+        reduced.extend((last, frozenset(ids)) for last, ids in pending.pop(run_id, {}).values())
+
+    for event in found:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        if event.type == events.AGENT_STATE_CHANGED and "agentId" in payload:
+            states = pending.setdefault(event.run_id, {})
+            _, ids = states.pop(payload.get("state"), (event, set()))
+            ids.add(str(payload["agentId"]))
+            states[payload.get("state")] = (event, ids)
+            continue
+        flush(event.run_id)
+        reduced.append((event, frozenset()))
+    for run_id in list(pending):
+        flush(run_id)
+    return sorted(reduced, key=lambda item: item[0].seq)
 
 
 class Runs(LanguageFeature):
@@ -92,7 +206,9 @@ class Runs(LanguageFeature):
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
         self._hosts: dict[Path, Host] = {}
-        self._follower: asyncio.Task[None] | None = None
+        self._follower: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._arrivals: asyncio.Queue[tuple[Host, list[Folded]]] = asyncio.Queue()
         self._folders: asyncio.Task[None] | None = None
 
     def initialized(self) -> None:
@@ -125,14 +241,16 @@ class Runs(LanguageFeature):
             raise WorkflowError("CONFIG_ERROR", f"No run store for the project at {root}")
         host = self._hosts.get(store_path)
         if host is None:
-            host = self._hosts[store_path] = Host(root, store_path)
-            existing = await self.server.run_in_thread(host.open_reader) is not None
-            host.born_watched = not existing
-            if existing:  # runs that went on while no editor was open are shown live again
+            host = self._hosts[store_path] = Host(root, store_path, born_watched=not store_path.exists())
+            if not host.born_watched:  # runs that went on while no editor was open are shown live again
                 for run_id, kind, payload in await self.server.run_in_thread(_live_runs, host):
                     self._deliver(host, 0, run_id, kind, payload)
         if self._follower is None:
-            self._follower = self.server.spawn(self._follow())
+            self._follower = threading.Thread(
+                target=self._follow, args=(asyncio.get_running_loop(),), name="piflow-feed", daemon=True
+            )
+            self._follower.start()
+            self.server.spawn(self._hand_over())
         return host
 
     async def host_for_path(self, path: str | None) -> Host:
@@ -158,37 +276,35 @@ class Runs(LanguageFeature):
         raise ambiguous[0] if ambiguous else WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
 
     # -- events -------------------------------------------------------------------------------
-    def _deliver(self, host: Host, seq: int, run_id: str, kind: str, payload: Any) -> None:
-        event = RunEvent(seq, run_id, kind, payload if isinstance(payload, dict) else {}, run_id in host.own, host)
+    def _deliver(
+        self, host: Host, seq: int, run_id: str, kind: str, payload: Any, agents: frozenset[str] = frozenset()
+    ) -> None:
+        event = RunEvent(
+            seq, run_id, kind, payload if isinstance(payload, dict) else {}, run_id in host.own, host, agents
+        )
         self.server.dispatch("run_event", event)
 
-    async def _follow(self) -> None:
-        """Follow every store's change feed; the check runs on the loop (microseconds), reads in a thread."""
-        looked = 0.0
-        while True:
-            await asyncio.sleep(FEED_INTERVAL)
-            if time.monotonic() - looked > STORE_LOOK_SECONDS:  # stores created since (a terminal's first run)
-                looked = time.monotonic()
-                for host in self.hosts():
-                    if host.feed is None:
-                        await self.server.run_in_thread(host.open_reader)
+    def _follow(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Follower thread: poll every store's feed and queue what it read for the loop."""
+        while not self._stopping.wait(FEED_INTERVAL):
             for host in self.hosts():
-                feed = host.feed
-                if feed is None or host.starting:
-                    continue
-                try:
-                    if not feed.changed():
-                        continue
-                    found = await self.server.run_in_thread(feed.read)
-                except WorkflowError as error:
-                    log.warning("cannot read the run store %s: %s", host.store_path, error.message)
-                    continue
-                while host.starting:  # an owner started during the read: its run is ours once it replies
-                    await asyncio.sleep(FEED_INTERVAL)
-                for number, event in enumerate(found, start=1):
-                    self._deliver(host, event.seq, event.run_id, event.type, event.payload)
-                    if number % DELIVERY_SLICE == 0:
-                        await asyncio.sleep(0)  # an edit that came meanwhile is handled first
+                found = host.poll()
+                if found:
+                    try:
+                        loop.call_soon_threadsafe(self._arrivals.put_nowait, (host, found))
+                    except RuntimeError:  # the loop closed: the server is gone
+                        return
+
+    async def _hand_over(self) -> None:
+        """Hand the features what the follower read, in order, a slice at a time."""
+        while True:
+            host, found = await self._arrivals.get()
+            while host.starting:  # an owner is being started: its run is ours once it replies
+                await asyncio.sleep(FEED_INTERVAL)
+            for number, (event, agents) in enumerate(found, start=1):
+                self._deliver(host, event.seq, event.run_id, event.type, event.payload, agents)
+                if number % DELIVERY_SLICE == 0:
+                    await asyncio.sleep(0)  # an edit that came meanwhile is handled first
 
     # -- control ------------------------------------------------------------------------------
     async def _start_owner(self, host: Host, argv: list[str], script_text: str | None = None) -> dict[str, Any]:
@@ -200,9 +316,7 @@ class Runs(LanguageFeature):
             )
             if "runId" in reply:
                 host.own.add(reply["runId"])
-            if host.feed is None:  # the launch created the store: follow it from its first event
-                host.born_watched = True
-                await self.server.run_in_thread(host.open_reader)
+            await self.server.run_in_thread(host.open_reader)  # the launch may have created the store
         finally:
             host.starting -= 1
         error = reply.get("error")
@@ -234,12 +348,11 @@ class Runs(LanguageFeature):
 
     async def pause(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        return {"runId": run_id, "state": await self._control(host, lambda engine: engine.pause(run_id))}
+        return {"runId": run_id, "state": await self._control(host, run_id, control.pause)}
 
     async def stop(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        reply: dict[str, Any] = await self._control(host, lambda engine: engine.stop(run_id))
-        return reply
+        return await self._control(host, run_id, control.stop)
 
     async def respond(
         self, run_id: str, *, name: str | None, proposal_id: str | None, approved: bool
@@ -251,21 +364,19 @@ class Runs(LanguageFeature):
             argv = ["budget", "approve" if approved else "reject", run_id, proposal_id]
             reply = await self._start_owner(host, argv)
             return {key: value for key, value in reply.items() if key in ("state", "approved", "reason")}
+        if not name:
+            raise WorkflowError("INVALID_METADATA", "workflow_respond requires name or proposalId")
         answer: dict[str, Any] = await self._control(
-            host, lambda engine: engine.respond(run_id, name=name, approved=approved)
+            host, run_id, lambda store, record: control.answer_checkpoint(store, record, name, approved)[0]
         )
         return answer
 
-    async def _control(self, host: Host, request: Any) -> Any:
-        """Worker thread: a control request through the engine's API on the store, as `piflow stop`
-        makes it (the run's owner carries it out; no engine runs here)."""
-        from piflow.engine.engine import Engine
-
-        def call() -> Any:
-            reader = host.open_reader()
-            if reader is None:
-                raise WorkflowError("RESUME_INCOMPATIBLE", "Unknown workflow run")
-            return request(Engine(reader))
+    async def _control(self, host: Host, run_id: str, request: Callable[[RunStore, RunRecord], R]) -> R:
+        """Worker thread: a control request on the run's store, as `piflow stop` makes it (the run's
+        owner carries it out; no engine runs here)."""
+        def call() -> R:
+            store = _reader(host, run_id)
+            return request(store, control.find(store, run_id))
 
         return await self.server.run_in_thread(call)
 
@@ -312,8 +423,9 @@ class Runs(LanguageFeature):
     # -- lifecycle ----------------------------------------------------------------------------
     async def shutdown(self) -> None:
         """Stop following the stores; the runs go on in their owner processes."""
+        self._stopping.set()
         if self._follower is not None:
-            self._follower.cancel()
+            await asyncio.to_thread(self._follower.join, 1.0)
         for host in self.hosts():
             for connection in (host.reader, host.feed):
                 if connection is not None:
@@ -329,8 +441,9 @@ def _live_runs(host: Host) -> list[tuple[str, str, dict[str, Any]]]:
     if reader is None:
         return found
     for record in reader.list_runs():
-        if _effective(record, reader).state in ENDED:
+        if observed_run(reader, record).state in ENDED:
             continue
+        host.live.add(record.id)
         base = {"runId": record.id, "workflowName": record.workflow_name}
         found.append((record.id, events.RUN_STARTED, base))
         found += [
@@ -341,22 +454,13 @@ def _live_runs(host: Host) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def _effective(record: RunRecord, reader: RunStore) -> RunRecord:
-    """A run whose owner died shows as interrupted (the engine records that when it next touches it)."""
-    if record.state in ENDED or reader.lease_owner(record.id) is not None:
-        return record
-    from dataclasses import replace
-
-    return replace(record, state=RunState.INTERRUPTED)
-
-
 def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> list[dict[str, Any]]:
     reader = host.open_reader()
     if reader is None:
         return []
     summaries = []
     for record in reader.list_runs(script_path=path):
-        record = _effective(record, reader)
+        record = observed_run(reader, record)
         if states is not None and record.state not in states:
             continue
         summary = run_summary(record, reader.agents(record.id))
@@ -381,12 +485,7 @@ def _reader(host: Host, run_id: str) -> RunStore:
 
 
 def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
-    reader = _reader(host, run_id)
-    view = run_view(reader, run_id, details=details)
-    record = reader.get_run(run_id)
-    if record is not None:
-        view["state"] = _effective(record, reader).state
-    return view
+    return run_view(_reader(host, run_id), run_id, details=details)
 
 
 def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
@@ -400,7 +499,7 @@ def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, An
         "runId": run_id,
         "scriptPath": record.script_path,
         "workflowName": record.workflow_name,
-        "state": _effective(record, reader).state,
+        "state": observed_run(reader, record).state,
         "phase": record.phase,
         "agentCounts": {"total": total, "settled": settled},
         "agents": [agent_view(agent) for agent in agents],
