@@ -26,9 +26,10 @@ from piflow.engine.owner import start_owner
 from piflow.engine.progress import format_progress
 from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
-from piflow.engine.views import attention_key, observed_run, run_summary, run_view
+from piflow.engine.views import AgentDetailView, RunView, attention_key, observed_run, run_summary, run_view
 from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError, format_workflow_failure
+from piflow.view_wire import run_json, summary_json
 
 _SUCCESS_STATES = frozenset({"completed"})
 _FINISHED_STATES = frozenset({"completed", "stopped", "failed"})
@@ -226,20 +227,21 @@ async def follow(
 def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
     view = run_view(engine.store, run_id)
     if as_json:
-        out.write(json.dumps({k: view.get(k) for k in ("runId", "state", "result", "error")}) + "\n")
+        shown = run_json(view)
+        out.write(json.dumps({k: shown.get(k) for k in ("runId", "state", "result", "error")}) + "\n")
     else:
         if not out.isatty():
             out.write(format_progress(view) + "\n")
-        if view["state"] == "completed":
-            out.write(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}\n")
-            for worktree in view["worktrees"]:
-                out.write(f"Worktree: {worktree['branch']} ({worktree['path']})\n")
-        elif view.get("error"):
-            error = WorkflowError(view["error"]["code"], view["error"]["message"])
-            out.write(f"{view['state']}: {error.code}: {format_workflow_failure(error)}\n")
+        if view.has_result:
+            out.write(f"Result: {json.dumps(view.result, ensure_ascii=False)}\n")
+            for worktree in view.worktrees:
+                out.write(f"Worktree: {worktree.branch} ({worktree.path})\n")
+        elif view.error:
+            error = WorkflowError(view.error["code"], view.error["message"])
+            out.write(f"{view.state}: {error.code}: {format_workflow_failure(error)}\n")
         else:
-            out.write(state_in_words(view["state"], run_id) + "\n")
-    return 0 if view["state"] in _SUCCESS_STATES else 1
+            out.write(state_in_words(view.state, run_id) + "\n")
+    return 0 if view.state in _SUCCESS_STATES else 1
 
 
 def _detach(argv: list[str]) -> int:
@@ -420,7 +422,7 @@ def _runs(args: argparse.Namespace) -> int:
         with RunStore.open(path) as store:
             for record in store.list_runs(damaged=damaged):
                 try:
-                    summaries.append(run_summary(observed_run(store, record), store.agents(record.id)))
+                    summaries.append(summary_json(run_summary(observed_run(store, record), store.agents(record.id))))
                 except DamagedRecord as exc:  # one of its agents
                     damaged_runs[record.id] = exc.message
     damaged_runs.update((d.key, d.message) for d in damaged)
@@ -431,7 +433,7 @@ def _runs(args: argparse.Namespace) -> int:
         finished = [s for s in summaries if s["state"] in _FINISHED_STATES]
         hidden = max(0, len(finished) - _RECENT_FINISHED)
         summaries = [s for s in summaries if s["state"] not in _FINISHED_STATES] + finished[:_RECENT_FINISHED]
-    summaries.sort(key=attention_key)
+    summaries.sort(key=lambda s: attention_key(s["state"], s["updatedAt"]))
     if args.json:
         print(json.dumps(summaries, indent=2))
         return 0
@@ -479,7 +481,7 @@ def _show(args: argparse.Namespace) -> int:
             print(f"piflow show: run {run_id} cannot be shown.\n{store_failure_text(exc)}", file=sys.stderr)
             return 1
     if args.json:
-        print(json.dumps(view, indent=2, ensure_ascii=False))
+        print(json.dumps(run_json(view), indent=2, ensure_ascii=False))
         return 0
     print(format_run(view))
     return 0
@@ -513,51 +515,54 @@ async def _follow_events(path: Path, run_id: str) -> int:
     return 0
 
 
-def format_run(view: dict[str, Any]) -> str:
+def format_run(view: RunView) -> str:
     """`piflow show`: the run's state in words, each agent's outcome, then the result or error."""
+    summary = view.summary
     lines = [
-        f"Run {view['runId']}: {view['workflowName']}",
-        f"Script: {view['scriptPath'] or '(inline)'}",
-        f"State: {state_in_words(view['state'], view['runId'])}",
+        f"Run {summary.run_id}: {summary.workflow_name}",
+        f"Script: {summary.script_path or '(inline)'}",
+        f"State: {state_in_words(summary.state, summary.run_id)}",
     ]
-    if view["phase"]:
-        lines.append(f"Phase: {view['phase']}")
-    usage = view["budget"]["usage"]
+    if summary.phase:
+        lines.append(f"Phase: {summary.phase}")
+    usage = view.budget.usage
     lines.append(f"Usage: {usage.get('tokens', 0)} tokens, ${usage.get('costUsd', 0):.4f}, "
                  f"{usage.get('agentLaunches', 0)} agent launches")
-    if view["budget"]["limits"]:
-        lines.append(f"Budget: {json.dumps(view['budget']['limits'])}")
-    if view["agentList"]:
+    if view.budget.limits:
+        lines.append(f"Budget: {json.dumps(view.budget.limits)}")
+    if view.agent_list:
         lines.append("Agents:")
-    for number, agent in enumerate(view["agentList"], start=1):
-        attempts = agent["attempts"]
+    for number, detail in enumerate(view.agent_list, start=1):
+        agent = detail.agent if isinstance(detail, AgentDetailView) else detail
+        attempts = agent.attempts
         lines.append(
-            f"  #{number} {agent['label']}: {agent['state']}, {attempts} attempt{'s' if attempts != 1 else ''}, "
-            f"{agent['tokens']} tokens, ${agent['costUsd']:.4f}, model {agent['model']}"
+            f"  #{number} {agent.label}: {agent.state}, {attempts} attempt{'s' if attempts != 1 else ''}, "
+            f"{agent.tokens} tokens, ${agent.cost_usd:.4f}, model {agent.model}"
         )
-        if agent["error"]:
-            lines.append(f"     error: {agent['error']['code']}: {agent['error']['message']}")
-        elif agent["outputPreview"] is not None:
-            lines.append(f"     output: {agent['outputPreview']}")
-        for attempt in agent["attemptList"][:-1]:  # earlier attempts only say why they were retried
-            if attempt.get("error"):
-                lines.append(f"     attempt {attempt['number']}: {attempt['error']['code']}: "
-                             f"{attempt['error']['message']}")
-        if agent["transcriptPath"]:
-            lines.append(f"     transcript: {agent['transcriptPath']}")
-    for checkpoint in view["checkpoints"]:
-        lines.append(f"Checkpoint {checkpoint['name']}: {checkpoint['state']} ({checkpoint['prompt']})")
-    for worktree in view["worktrees"]:
-        lines.append(f"Worktree {worktree['owner']}: branch {worktree['branch']} at {worktree['path']}")
-    for proposal in view["proposals"]:
-        if proposal["state"] == "pending":
-            lines.append(f"Budget proposal {proposal['proposalId']}: {json.dumps(proposal['proposed'])}: "
-                         f"`piflow budget approve|reject {view['runId'][:8]} {proposal['proposalId']}`")
-    if view.get("error"):
-        error = WorkflowError(view["error"]["code"], view["error"]["message"])
+        if agent.error:
+            lines.append(f"     error: {agent.error['code']}: {agent.error['message']}")
+        elif isinstance(detail, AgentDetailView) and detail.output.preview is not None:
+            lines.append(f"     output: {detail.output.preview}")
+        if not isinstance(detail, AgentDetailView):
+            continue
+        for attempt in detail.attempt_list[:-1]:  # earlier attempts only say why they were retried
+            if attempt.error is not None:
+                lines.append(f"     attempt {attempt.number}: {attempt.error.code}: {attempt.error.message}")
+        if detail.transcript_path:
+            lines.append(f"     transcript: {detail.transcript_path}")
+    for checkpoint in view.checkpoints:
+        lines.append(f"Checkpoint {checkpoint.name}: {checkpoint.state} ({checkpoint.prompt})")
+    for worktree in view.worktrees:
+        lines.append(f"Worktree {worktree.owner}: branch {worktree.branch} at {worktree.path}")
+    for proposal in view.proposals:
+        if proposal.state == "pending":
+            lines.append(f"Budget proposal {proposal.proposal_id}: {json.dumps(proposal.payload['proposed'])}: "
+                         f"`piflow budget approve|reject {summary.run_id[:8]} {proposal.proposal_id}`")
+    if view.error:
+        error = WorkflowError(view.error["code"], view.error["message"])
         lines.append(f"Error: {error.code}: {format_workflow_failure(error)}")
-    if view["state"] == "completed":
-        lines.append(f"Result: {json.dumps(view.get('result'), ensure_ascii=False)}")
+    if view.has_result:
+        lines.append(f"Result: {json.dumps(view.result, ensure_ascii=False)}")
     return "\n".join(lines)
 
 

@@ -10,8 +10,9 @@ from engine_support import finished, wait_for, write_fixtures
 
 from piflow.engine import events
 from piflow.engine.engine import Engine
+from piflow.engine.lifecycle import CheckpointState
 from piflow.engine.store import RunStore
-from piflow.engine.views import run_view
+from piflow.engine.views import CheckpointView, run_view
 from piflow.errors import WorkflowError
 
 FAN_OUT = """
@@ -192,10 +193,10 @@ async def test_run_view_has_budget_and_checkpoints(engine: Engine, launch, store
                           budget={"tokens": {"soft": 1, "hard": 100000}})
     await wait_for(lambda: store.awaiting_checkpoints(run_id))
     view = run_view(store, run_id)
-    assert view["state"] == "awaiting_input"
-    assert view["checkpoints"] == [{"name": "go", "prompt": "Go?", "context": 1, "state": "awaiting"}]
-    assert view["budget"]["limits"] == {"tokens": {"soft": 1, "hard": 100000}}
-    assert [e["type"] for e in view["budget"]["events"]] == ["soft_crossed"]
+    assert view.state == "awaiting_input"
+    assert view.checkpoints == [CheckpointView("go", "Go?", 1, CheckpointState.AWAITING)]
+    assert view.budget.limits == {"tokens": {"soft": 1, "hard": 100000}}
+    assert [e["type"] for e in view.budget.events] == ["soft_crossed"]
     engine.respond(run_id, name="go", approved=True)
     assert (await finished(engine, run_id)).result == "approved"
 

@@ -21,6 +21,7 @@ from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.store import RunRecord, RunStore
 from piflow.engine.views import run_view
 from piflow.engine.worker.boundary import MAX_DEPTH
+from piflow.view_wire import run_json
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ async def run_script(engine: Engine, project: Path, script: str, answer: bool = 
             for checkpoint in engine.store.awaiting_checkpoints(run_id):
                 engine.respond(run_id, name=checkpoint.label, approved=answer)
             await anyio.sleep(0.02)
-    json.dumps(run_view(engine.store, run_id), ensure_ascii=False).encode("utf-8")
+    json.dumps(run_json(run_view(engine.store, run_id)), ensure_ascii=False).encode("utf-8")
     for event in engine.store.events(run_id):
         json.dumps(event.payload, ensure_ascii=False).encode("utf-8")
     return record
@@ -85,7 +86,7 @@ async def test_deep_values_fail_in_the_script_with_a_clear_error(engine: Engine,
     )
     record = await run_script(engine, project, script)
     assert record.state == "completed", record
-    caught = run_view(engine.store, record.id)["result"]
+    caught = run_view(engine.store, record.id).result
     too_deep = f"must be nested at most {MAX_DEPTH} levels deep"
     assert caught[0] == ["options", "INVALID_METADATA", f"agent options {too_deep}"]
     assert caught[1] == ["checkpoint", "INVALID_METADATA", f"checkpoint input {too_deep}"]
@@ -104,7 +105,7 @@ async def test_values_too_deep_for_pythons_json_decoder_fail_only_their_call(eng
     )
     record = await run_script(engine, project, script)
     assert record.state == "completed"
-    caught = run_view(engine.store, record.id)["result"]
+    caught = run_view(engine.store, record.id).result
     assert caught[0][:2] == ["options", "INVALID_METADATA"]
     assert "nested" in caught[0][2]
     assert caught[1] == ["after", "ok"]
@@ -114,7 +115,7 @@ async def test_values_too_deep_for_pythons_json_decoder_fail_only_their_call(eng
 async def test_a_deep_result_fails_the_run_with_result_invalid(engine: Engine, project: Path, depth: int) -> None:
     record = await run_script(engine, project, f"return {nested(depth)};")
     assert record.state == "failed"
-    error = run_view(engine.store, record.id)["error"]
+    error = run_view(engine.store, record.id).error
     assert error["code"] == "RESULT_INVALID"
     assert f"nested at most {MAX_DEPTH} levels" in error["message"]
 
@@ -133,7 +134,7 @@ async def test_lone_surrogates_fail_in_the_script_and_the_run_stays_readable(eng
     )
     record = await run_script(engine, project, script)
     assert record.state == "completed"
-    caught = run_view(engine.store, record.id)["result"]
+    caught = run_view(engine.store, record.id).result
     unicode = "must be well-formed Unicode (it contains a lone surrogate)"
     assert caught[0] == ["phase", "INVALID_METADATA", f"phase name {unicode}"]
     assert caught[1] == ["log", "INVALID_METADATA", f"log message {unicode}"]
@@ -145,10 +146,10 @@ async def test_lone_surrogates_fail_in_the_script_and_the_run_stays_readable(eng
 async def test_a_result_or_error_with_lone_surrogates_reaches_the_user(engine: Engine, project: Path) -> None:
     record = await run_script(engine, project, r'return "r\ud800";')
     assert record.state == "failed"
-    assert run_view(engine.store, record.id)["error"]["code"] == "RESULT_INVALID"
+    assert run_view(engine.store, record.id).error["code"] == "RESULT_INVALID"
     record = await run_script(engine, project, r'throw new Error("broken \ud800 text");')
     assert record.state == "failed"
-    assert "broken \ufffd text" in run_view(engine.store, record.id)["error"]["message"]
+    assert "broken \ufffd text" in run_view(engine.store, record.id).error["message"]
 
 
 async def test_tampered_prototypes_cannot_break_the_protocol(engine: Engine, project: Path) -> None:
@@ -163,8 +164,8 @@ async def test_tampered_prototypes_cannot_break_the_protocol(engine: Engine, pro
     return Object.keys(results);
     """
     record = await run_script(engine, project, script)
-    assert record.state == "completed", run_view(engine.store, record.id).get("error")
-    assert sorted(run_view(engine.store, record.id)["result"]) == ["a", "b"]
+    assert record.state == "completed", run_view(engine.store, record.id).error
+    assert sorted(run_view(engine.store, record.id).result) == ["a", "b"]
 
 
 async def test_object_to_json_tampering_is_a_clear_script_error(engine: Engine, project: Path) -> None:
@@ -174,7 +175,7 @@ async def test_object_to_json_tampering_is_a_clear_script_error(engine: Engine, 
     """
     record = await run_script(engine, project, script)
     assert record.state == "failed"
-    error = run_view(engine.store, record.id)["error"]
+    error = run_view(engine.store, record.id).error
     # JSON.stringify sends what toJSON returns, as in the reference: options that are not an object.
     assert error["code"] == "INVALID_METADATA"
     assert "agent options must be a JSON object" in error["message"]
@@ -182,7 +183,7 @@ async def test_object_to_json_tampering_is_a_clear_script_error(engine: Engine, 
 
 async def test_scripts_run_in_strict_mode(engine: Engine, project: Path) -> None:
     record = await run_script(engine, project, 'try { undeclared = 1; return "sloppy"; } catch (e) { return e.name; }')
-    assert run_view(engine.store, record.id)["result"] == "ReferenceError"
+    assert run_view(engine.store, record.id).result == "ReferenceError"
 
 
 # -- property: no value a script can build raises inside the host ------------------------------
@@ -232,7 +233,7 @@ async def test_random_values_never_crash_the_host(tmp_path_factory: pytest.TempP
         assert record.state in {"completed", "failed"}
         view = run_view(engine.store, record.id)
         if record.state == "failed":
-            assert view["error"]["code"] in {"RESULT_INVALID", "RPC_LIMIT_EXCEEDED", "INTERNAL_ERROR"}
+            assert view.error["code"] in {"RESULT_INVALID", "RPC_LIMIT_EXCEEDED", "INTERNAL_ERROR"}
         # The engine still runs scripts afterwards.
         after = await run_script(engine, root, 'return await agent("still here", { label: "z" });')
         assert after.state == "completed"

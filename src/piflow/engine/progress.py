@@ -6,6 +6,7 @@ from typing import Any
 
 from piflow.engine.budgets import DIMENSIONS
 from piflow.engine.lifecycle import AGENT_SETTLED, AgentState, CheckpointState, RunState
+from piflow.engine.views import AgentView, BudgetView, RunView
 
 
 def _run_icon(state: str, spinner: str) -> str:
@@ -32,13 +33,13 @@ def _number(value: Any) -> str:
     return str(value)
 
 
-def _budget_lines(budget: dict[str, Any]) -> list[str]:
-    limits = budget.get("limits") or {}
+def _budget_lines(budget: BudgetView) -> list[str]:
+    limits = budget.limits or {}
     if not any(limits.get(d) for d in DIMENSIONS):
         return []
-    usage = budget.get("usage") or {}
-    version = budget.get("version", 1)
-    events = [e for e in budget.get("events") or [] if e.get("budgetVersion") == version]
+    usage = budget.usage or {}
+    version = budget.version
+    events = [e for e in budget.events or [] if e.get("budgetVersion") == version]
     lines = [f"  Budget version {version}"]
     for dim in DIMENSIONS:
         limit = limits.get(dim)
@@ -62,17 +63,18 @@ def _budget_lines(budget: dict[str, Any]) -> list[str]:
     return lines
 
 
-def format_progress(view: dict[str, Any], spinner: str = "◇") -> str:
+def format_progress(view: RunView, spinner: str = "◇") -> str:
     """Render a run view (see `views.run_view`) as the multi-line progress card."""
-    agents = view.get("agentList") or []
-    settled = sum(1 for a in agents if a["state"] in AGENT_SETTLED)
-    lines = [f"{_run_icon(view['state'], spinner)} Workflow: {view['workflowName']} ({settled}/{len(agents)} done)"]
-    if view.get("phase"):
-        lines.append(f"  Phase: {view['phase']}")
-    lines.extend(_budget_lines(view.get("budget") or {}))
-    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    agents = view.agents
+    settled = sum(1 for a in agents if a.state in AGENT_SETTLED)
+    summary = view.summary
+    lines = [f"{_run_icon(summary.state, spinner)} Workflow: {summary.workflow_name} ({settled}/{len(agents)} done)"]
+    if summary.phase:
+        lines.append(f"  Phase: {summary.phase}")
+    lines.extend(_budget_lines(view.budget))
+    groups: dict[str, list[tuple[int, AgentView]]] = {}
     for index, agent in enumerate(agents, start=1):
-        label = " > ".join(agent.get("structuralPath") or []) or "Agents"
+        label = " > ".join(agent.structural_path or []) or "Agents"
         groups.setdefault(label, []).append((index, agent))
     grouped = len(groups) > 1 or (groups and "Agents" not in groups)
     for label, members in groups.items():
@@ -80,11 +82,11 @@ def format_progress(view: dict[str, Any], spinner: str = "◇") -> str:
             lines.append(f"  {label}")
         indent = "    " if grouped else "  "
         for index, agent in members:
-            line = f"{indent}#{index} {_agent_icon(agent['state'], spinner)} {agent['label']} [{agent['state']}]"
-            if agent["state"] not in AGENT_SETTLED and agent.get("activity"):
-                line += f" {spinner} {agent['activity']}"
+            line = f"{indent}#{index} {_agent_icon(agent.state, spinner)} {agent.label} [{agent.state}]"
+            if agent.state not in AGENT_SETTLED and agent.activity:
+                line += f" {spinner} {agent.activity}"
             lines.append(line)
-    for checkpoint in view.get("checkpoints") or []:
-        if checkpoint.get("state") == CheckpointState.AWAITING:
-            lines.append(f"  ● checkpoint {checkpoint['name']}: {checkpoint['prompt']}")
+    for checkpoint in view.checkpoints:
+        if checkpoint.state == CheckpointState.AWAITING:
+            lines.append(f"  ● checkpoint {checkpoint.name}: {checkpoint.prompt}")
     return "\n".join(lines)

@@ -1,12 +1,17 @@
-"""Read models of runs for people: the snapshot the CLI, the server and editors all show."""
+"""Read models of runs for people: the snapshot the CLI, the server and editors all show.
+
+The views are typed (frozen dataclasses, snake_case, enum states); the wire and JSON shapes they
+travel in are built at the edges (`piflow.view_wire`), never here.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, CheckpointState, RunState
 from piflow.engine.store import AgentRecord, AttemptRecord, RunRecord, RunStore
 from piflow.errors import WorkflowError
 
@@ -30,6 +35,154 @@ ATTENTION_ORDER = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class AgentView:
+    """One agent of a run, as progress shows it."""
+
+    id: str
+    label: str
+    name: str
+    role: str | None
+    model: str | None
+    requested_model: str | None
+    tools: list[str]
+    state: AgentState
+    attempts: int
+    structural_path: list[str]
+    journal_path: str | None
+    tokens: int
+    cost_usd: float
+    activity: str | None
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorView:
+    code: Any
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    """One attempt of an agent; `error` is None for an attempt that did not fail with one."""
+
+    number: int
+    state: AgentState
+    tokens: int
+    cost_usd: float
+    error: ErrorView | None
+    transcript_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputView:
+    """An agent's output: its preview, and its value when it is inline (`inline`; the value may be
+    null) — a larger one is `truncated` and fetched alone (`agent_detail`)."""
+
+    preview: str | None
+    value: Any = None
+    inline: bool = False
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDetailView:
+    """One agent with its output, attempts and latest transcript."""
+
+    agent: AgentView
+    output: OutputView
+    attempt_list: list[AttemptView]
+    transcript_path: str | None
+
+    @property
+    def state(self) -> AgentState:
+        return self.agent.state
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetView:
+    limits: dict[str, Any]
+    version: int
+    usage: dict[str, Any]
+    events: list[dict[str, Any]]
+    """As the store keeps them (spec budget events, camelCase JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointView:
+    name: str
+    prompt: Any
+    context: Any
+    state: CheckpointState
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalView:
+    proposal_id: str
+    state: str
+    payload: dict[str, Any]
+    """The decision's payload as the store keeps it (the proposal's spec fields)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeView:
+    owner: str
+    branch: str
+    path: str
+    base: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummaryView:
+    """One line's worth of a run: for lists and pickers."""
+
+    run_id: str
+    workflow_name: str
+    script_path: str | None
+    cwd: str
+    state: RunState
+    phase: str | None
+    agents_total: int
+    agents_settled: int
+    cost_usd: Any
+    tokens: Any
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """Everything about a run; `agent_list` holds `AgentDetailView`s in a detailed view, else
+    `AgentView`s. `result` is meaningful only when the run completed."""
+
+    summary: RunSummaryView
+    error: dict[str, Any] | None
+    warnings: list[str]
+    agent_list: Sequence[AgentView | AgentDetailView]
+    budget: BudgetView
+    checkpoints: list[CheckpointView]
+    proposals: list[ProposalView]
+    worktrees: list[WorktreeView]
+    result: Any
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id
+
+    @property
+    def state(self) -> RunState:
+        return self.summary.state
+
+    @property
+    def has_result(self) -> bool:
+        return self.summary.state == RunState.COMPLETED
+
+    @property
+    def agents(self) -> list[AgentView]:
+        """The agents themselves, whether or not the view has their details."""
+        return [a.agent if isinstance(a, AgentDetailView) else a for a in self.agent_list]
+
+
 def observed_run(store: RunStore, run: RunRecord) -> RunRecord:
     """The run as a reader must show it: an unfinished run whose owner is gone is `interrupted`.
 
@@ -41,43 +194,43 @@ def observed_run(store: RunStore, run: RunRecord) -> RunRecord:
     return replace(run, state=RunState.INTERRUPTED)
 
 
-def agent_view(agent: AgentRecord) -> dict[str, Any]:
-    return {
-        "id": agent.id,
-        "label": agent.label or agent.name,
-        "name": agent.name,
-        "role": agent.role,
-        "model": agent.model,
-        "requestedModel": agent.requested_model,
-        "tools": agent.tools,
-        "state": agent.state,
-        "attempts": agent.attempts,
-        "structuralPath": agent.structural_path,
-        "journalPath": agent.journal_path,
-        "tokens": agent.tokens_input + agent.tokens_output,
-        "costUsd": round(agent.cost_usd, 10),
-        "activity": agent.activity,
-        "error": agent.error,
-    }
+def agent_view(agent: AgentRecord) -> AgentView:
+    return AgentView(
+        id=agent.id,
+        label=agent.label or agent.name,
+        name=agent.name,
+        role=agent.role,
+        model=agent.model,
+        requested_model=agent.requested_model,
+        tools=agent.tools,
+        state=agent.state,
+        attempts=agent.attempts,
+        structural_path=agent.structural_path,
+        journal_path=agent.journal_path,
+        tokens=agent.tokens_input + agent.tokens_output,
+        cost_usd=round(agent.cost_usd, 10),
+        activity=agent.activity,
+        error=agent.error,
+    )
 
 
-def run_summary(run: RunRecord, agents: list[AgentRecord]) -> dict[str, Any]:
+def run_summary(run: RunRecord, agents: list[AgentRecord]) -> RunSummaryView:
     """One line's worth of a run: for lists and pickers."""
-    settled = sum(1 for a in agents if a.state in AGENT_SETTLED)
     usage = run.usage or {}
-    return {
-        "runId": run.id,
-        "workflowName": run.workflow_name,
-        "scriptPath": run.script_path,
-        "cwd": run.cwd,
-        "state": run.state,
-        "phase": run.phase,
-        "agents": {"total": len(agents), "settled": settled},
-        "costUsd": usage.get("costUsd", 0),
-        "tokens": usage.get("tokens", 0),
-        "createdAt": run.created_at,
-        "updatedAt": run.updated_at,
-    }
+    return RunSummaryView(
+        run_id=run.id,
+        workflow_name=run.workflow_name,
+        script_path=run.script_path,
+        cwd=run.cwd,
+        state=run.state,
+        phase=run.phase,
+        agents_total=len(agents),
+        agents_settled=sum(1 for a in agents if a.state in AGENT_SETTLED),
+        cost_usd=usage.get("costUsd", 0),
+        tokens=usage.get("tokens", 0),
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+    )
 
 
 def output_preview(value: Any) -> str:
@@ -98,55 +251,54 @@ def _prefix_preview(prefix: str) -> str:
     return output_preview(prefix)[: PREVIEW_CHARACTERS - 1] + "…"
 
 
-def _output_fields(stored: tuple[str, int] | None, *, full: bool) -> dict[str, Any]:
-    """`outputPreview`, `output` (when small enough or `full`) and `outputTruncated` of an agent."""
+def _output(stored: tuple[str, int] | None, *, full: bool) -> OutputView:
+    """An agent's output: inline when small enough or `full`, else only its preview."""
     if stored is None:
-        return {"outputPreview": None, "outputTruncated": False}
+        return OutputView(preview=None)
     text, size = stored
     if full or size <= OUTPUT_INLINE_BYTES:
         value = json.loads(text)
-        return {"outputPreview": output_preview(value), "output": value, "outputTruncated": False}
-    return {"outputPreview": _prefix_preview(text), "outputTruncated": True}
+        return OutputView(preview=output_preview(value), value=value, inline=True)
+    return OutputView(preview=_prefix_preview(text), truncated=True)
 
 
-def _attempt_view(attempt: AttemptRecord, agent: AgentRecord, last: bool) -> dict[str, Any]:
+def _attempt_view(attempt: AttemptRecord, agent: AgentRecord, last: bool) -> AttemptView:
     """One attempt; an attempt that ended without a recorded error failed after the backend
     answered (an invalid result) unless it is the last one, which shares its agent's outcome."""
     error = attempt.error
+    state: AgentState
     if attempt.ended_at is None:
-        state = "running"
+        state = AgentState.RUNNING
     elif error is not None:
-        state = "cancelled" if error.get("code") == "CANCELLED" else "failed"
+        state = AgentState.CANCELLED if error.get("code") == "CANCELLED" else AgentState.FAILED
     elif not last:
-        state = "failed"
-    elif agent.state in ("failed", "cancelled"):
+        state = AgentState.FAILED
+    elif agent.state in (AgentState.FAILED, AgentState.CANCELLED):
         state, error = agent.state, agent.error
     else:
-        state = "completed"
-    view: dict[str, Any] = {
-        "number": attempt.attempt,
-        "state": state,
-        "tokens": attempt.tokens_input + attempt.tokens_output,
-        "costUsd": round(attempt.cost_usd, 10),
-    }
-    if error is not None:
-        view["error"] = {"code": error.get("code"), "message": error.get("message")}
-    if attempt.transcript_path:
-        view["transcriptPath"] = attempt.transcript_path
-    return view
+        state = AgentState.COMPLETED
+    return AttemptView(
+        number=attempt.attempt,
+        state=state,
+        tokens=attempt.tokens_input + attempt.tokens_output,
+        cost_usd=round(attempt.cost_usd, 10),
+        error=None if error is None else ErrorView(error.get("code"), error.get("message")),
+        transcript_path=attempt.transcript_path or None,
+    )
 
 
 def _agent_detail(
     agent: AgentRecord, attempts: list[AttemptRecord], stored: tuple[str, int] | None, *, full: bool
-) -> dict[str, Any]:
-    view = agent_view(agent)
-    view.update(_output_fields(stored, full=full))
-    view["attemptList"] = [_attempt_view(a, agent, a is attempts[-1]) for a in attempts]
-    view["transcriptPath"] = next((a.transcript_path for a in reversed(attempts) if a.transcript_path), None)
-    return view
+) -> AgentDetailView:
+    return AgentDetailView(
+        agent=agent_view(agent),
+        output=_output(stored, full=full),
+        attempt_list=[_attempt_view(a, agent, a is attempts[-1]) for a in attempts],
+        transcript_path=next((a.transcript_path for a in reversed(attempts) if a.transcript_path), None),
+    )
 
 
-def agent_details(store: RunStore, run_id: str, agents: list[AgentRecord]) -> list[dict[str, Any]]:
+def agent_details(store: RunStore, run_id: str, agents: list[AgentRecord]) -> list[AgentDetailView]:
     """The agents of a run with their outputs (previews only beyond 64 KiB) and attempts."""
     attempts = store.run_attempts(run_id)
     stored = store.journal_texts(
@@ -157,7 +309,7 @@ def agent_details(store: RunStore, run_id: str, agents: list[AgentRecord]) -> li
     ]
 
 
-def agent_detail(store: RunStore, run_id: str, agent_id: str) -> dict[str, Any]:
+def agent_detail(store: RunStore, run_id: str, agent_id: str) -> AgentDetailView:
     """One agent of a run with its full output, whatever its size (`piflow.showAgent`)."""
     agent = next((a for a in store.agents(run_id) if a.id == agent_id), None)
     if agent is None:
@@ -167,7 +319,7 @@ def agent_detail(store: RunStore, run_id: str, agent_id: str) -> dict[str, Any]:
     return _agent_detail(agent, attempts, stored.get(agent.journal_path or ""), full=True)
 
 
-def run_view(store: RunStore, run_id: str, *, details: bool = False) -> dict[str, Any]:
+def run_view(store: RunStore, run_id: str, *, details: bool = False) -> RunView:
     """Everything about a run: state, agents, budget, checkpoints, result or error.
 
     With `details`, each agent also carries its output, attempts and transcript (what `piflow show`
@@ -178,38 +330,28 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False) -> dict[str
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
     run = observed_run(store, run)
     agents = store.agents(run_id)
-    view = run_summary(run, agents)
-    view.update(
-        {
-            "error": run.error,
-            "warnings": run.warnings,
-            "agentList": agent_details(store, run_id, agents) if details else [agent_view(a) for a in agents],
-            "budget": {
-                "limits": run.budget or {},
-                "version": run.budget_version,
-                "usage": run.usage or {},
-                "events": store.budget_events(run_id),
-            },
-            "checkpoints": [
-                {"name": c.label, "prompt": c.prompt, "context": c.context, "state": c.state}
-                for c in store.checkpoints(run_id)
-            ],
-            "proposals": [
-                {"proposalId": d.proposal_id, "state": d.state, **d.payload}
-                for d in store.decisions(run_id)
-            ],
-            "worktrees": [
-                {"owner": w.owner, "branch": w.branch, "path": w.path, "base": w.base}
-                for w in store.worktrees(run_id)
-            ],
-        }
+    agent_list: Sequence[AgentView | AgentDetailView] = (
+        agent_details(store, run_id, agents) if details else [agent_view(a) for a in agents]
     )
-    if run.state == "completed":
-        view["result"] = run.result
-    return view
+    return RunView(
+        summary=run_summary(run, agents),
+        error=run.error,
+        warnings=run.warnings,
+        agent_list=agent_list,
+        budget=BudgetView(
+            limits=run.budget or {},
+            version=run.budget_version,
+            usage=run.usage or {},
+            events=store.budget_events(run_id),
+        ),
+        checkpoints=[CheckpointView(c.label, c.prompt, c.context, c.state) for c in store.checkpoints(run_id)],
+        proposals=[ProposalView(d.proposal_id, d.state, d.payload) for d in store.decisions(run_id)],
+        worktrees=[WorktreeView(w.owner, w.branch, w.path, w.base) for w in store.worktrees(run_id)],
+        result=run.result if run.state == RunState.COMPLETED else None,
+    )
 
 
-def attention_key(summary: dict[str, Any]) -> tuple[int, float]:
-    state = summary["state"]
+def attention_key(state: str, updated_at: float) -> tuple[int, float]:
+    """Where a run goes in a list: those needing attention first, then the newest."""
     rank = ATTENTION_ORDER.index(state) if state in ATTENTION_ORDER else len(ATTENTION_ORDER)
-    return rank, -float(summary["updatedAt"])
+    return rank, -float(updated_at)

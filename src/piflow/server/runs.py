@@ -37,6 +37,7 @@ from piflow.engine.store import EventRecord, RunRecord, RunStore
 from piflow.engine.views import agent_detail, agent_view, attention_key, observed_run, run_summary, run_view
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
+from piflow.view_wire import agent_detail_json, agent_json, run_json, summary_json
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -387,7 +388,7 @@ class Runs(LanguageFeature):
         found: list[dict[str, Any]] = []
         for host in await self._all_hosts():
             found.extend(await self.server.run_in_thread(_summaries, host, path, states))
-        return sorted(found, key=attention_key)
+        return sorted(found, key=lambda s: attention_key(s["state"], s["updatedAt"]))
 
     async def latest_with_agents(self, host: Host, path: str) -> str | None:
         """The newest run of a script that started agents (what inlay hints report on)."""
@@ -418,7 +419,9 @@ class Runs(LanguageFeature):
 
     async def agent(self, host: Host, run_id: str, agent_id: str) -> dict[str, Any]:
         """One agent with its full output."""
-        return await self.server.run_in_thread(lambda: agent_detail(_reader(host, run_id), run_id, agent_id))
+        return await self.server.run_in_thread(
+            lambda: agent_detail_json(agent_detail(_reader(host, run_id), run_id, agent_id))
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def shutdown(self) -> None:
@@ -463,7 +466,7 @@ def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> l
         record = observed_run(reader, record)
         if states is not None and record.state not in states:
             continue
-        summary = run_summary(record, reader.agents(record.id))
+        summary = summary_json(run_summary(record, reader.agents(record.id)))
         summary["uri"] = script_uri(record.script_path)
         summaries.append(summary)
     return summaries
@@ -485,7 +488,7 @@ def _reader(host: Host, run_id: str) -> RunStore:
 
 
 def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
-    return run_view(_reader(host, run_id), run_id, details=details)
+    return run_json(run_view(_reader(host, run_id), run_id, details=details))
 
 
 def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
@@ -502,7 +505,7 @@ def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, An
         "state": observed_run(reader, record).state,
         "phase": record.phase,
         "agentCounts": {"total": total, "settled": settled},
-        "agents": [agent_view(agent) for agent in agents],
+        "agents": [agent_json(agent_view(agent)) for agent in agents],
         "budget": {"limits": record.budget or {}, "usage": record.usage or {},
                    "events": reader.budget_events(run_id)},
         "checkpoints": [{"name": c.label, "prompt": c.prompt, "context": c.context}

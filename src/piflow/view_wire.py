@@ -1,0 +1,104 @@
+"""The JSON shapes of the engine's typed run views: what `piflow show --json`/`piflow runs --json`
+print and what the language server sends (its protocol models validate them). The one place those
+camelCase shapes are built from `piflow.engine.views`; the key order is part of the output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from piflow.engine.views import (
+    AgentDetailView,
+    AgentView,
+    AttemptView,
+    RunSummaryView,
+    RunView,
+)
+
+
+def agent_json(agent: AgentView) -> dict[str, Any]:
+    return {
+        "id": agent.id,
+        "label": agent.label,
+        "name": agent.name,
+        "role": agent.role,
+        "model": agent.model,
+        "requestedModel": agent.requested_model,
+        "tools": agent.tools,
+        "state": agent.state,
+        "attempts": agent.attempts,
+        "structuralPath": agent.structural_path,
+        "journalPath": agent.journal_path,
+        "tokens": agent.tokens,
+        "costUsd": agent.cost_usd,
+        "activity": agent.activity,
+        "error": agent.error,
+    }
+
+
+def attempt_json(attempt: AttemptView) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "number": attempt.number,
+        "state": attempt.state,
+        "tokens": attempt.tokens,
+        "costUsd": attempt.cost_usd,
+    }
+    if attempt.error is not None:
+        shown["error"] = {"code": attempt.error.code, "message": attempt.error.message}
+    if attempt.transcript_path:
+        shown["transcriptPath"] = attempt.transcript_path
+    return shown
+
+
+def agent_detail_json(detail: AgentDetailView) -> dict[str, Any]:
+    shown = agent_json(detail.agent)
+    output = detail.output
+    shown["outputPreview"] = output.preview
+    if output.inline:
+        shown["output"] = output.value
+    shown["outputTruncated"] = output.truncated
+    shown["attemptList"] = [attempt_json(a) for a in detail.attempt_list]
+    shown["transcriptPath"] = detail.transcript_path
+    return shown
+
+
+def summary_json(summary: RunSummaryView) -> dict[str, Any]:
+    return {
+        "runId": summary.run_id,
+        "workflowName": summary.workflow_name,
+        "scriptPath": summary.script_path,
+        "cwd": summary.cwd,
+        "state": summary.state,
+        "phase": summary.phase,
+        "agents": {"total": summary.agents_total, "settled": summary.agents_settled},
+        "costUsd": summary.cost_usd,
+        "tokens": summary.tokens,
+        "createdAt": summary.created_at,
+        "updatedAt": summary.updated_at,
+    }
+
+
+def run_json(view: RunView) -> dict[str, Any]:
+    """A run view (`run_view`) in its JSON shape: `piflow show --json`, `piflow.showRun`."""
+    shown = summary_json(view.summary)
+    budget = view.budget
+    shown.update(
+        {
+            "error": view.error,
+            "warnings": view.warnings,
+            "agentList": [
+                agent_detail_json(a) if isinstance(a, AgentDetailView) else agent_json(a) for a in view.agent_list
+            ],
+            "budget": {"limits": budget.limits, "version": budget.version, "usage": budget.usage,
+                       "events": budget.events},
+            "checkpoints": [
+                {"name": c.name, "prompt": c.prompt, "context": c.context, "state": c.state} for c in view.checkpoints
+            ],
+            "proposals": [{"proposalId": p.proposal_id, "state": p.state, **p.payload} for p in view.proposals],
+            "worktrees": [
+                {"owner": w.owner, "branch": w.branch, "path": w.path, "base": w.base} for w in view.worktrees
+            ],
+        }
+    )
+    if view.has_result:
+        shown["result"] = view.result
+    return shown
