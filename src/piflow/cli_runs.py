@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -29,7 +30,7 @@ from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.views import AgentDetailView, RunView, attention_key, observed_run, run_summary, run_view
 from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError, format_workflow_failure
-from piflow.view_wire import run_json, summary_json
+from piflow.view_wire import outcome_json, run_json, summary_json
 
 _SUCCESS_STATES = frozenset({"completed"})
 _FINISHED_STATES = frozenset({"completed", "stopped", "failed"})
@@ -359,15 +360,15 @@ async def _resume(args: argparse.Namespace) -> int:
         run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
             reply = await engine.resume(run_id, _json_arg(args.budget, "budget"))
-            run_id = reply["runId"]
-            if args.owner_process and ("proposalId" in reply or run_id not in engine.active):
-                _owner_started(reply)  # answered without this process owning the run
+            run_id = reply.run_id or run_id
+            if args.owner_process and (reply.proposal_id is not None or run_id not in engine.active):
+                _owner_started(outcome_json(reply))  # answered without this process owning the run
                 return 0
-            if "proposalId" in reply:
-                print(reply["message"])
+            if reply.proposal_id is not None:
+                print(reply.message)
                 return 0
             if run_id not in engine.active:
-                print(f"{run_id}: {reply['state']} (owned by another piflow process)")
+                print(f"{run_id}: {reply.state} (owned by another piflow process)")
                 return 0
             return await _drive(engine, run_id, args)
 
@@ -380,11 +381,11 @@ def _control(args: argparse.Namespace, action: str) -> int:
         if action == "pause":
             print(f"{control.pause(store, record)}")
         elif action == "stop":
-            print(json.dumps(control.stop(store, record)))
+            print(json.dumps(outcome_json(control.stop(store, record))))
         elif action in ("approve", "reject"):
             reply, _ = control.answer_checkpoint(store, record, args.name, action == "approve")
-            print("Checkpoint response accepted." if reply["accepted"] else "Checkpoint is not awaiting a response.")
-            return 0 if reply["accepted"] else 1
+            print("Checkpoint response accepted." if reply.accepted else "Checkpoint is not awaiting a response.")
+            return 0 if reply.accepted else 1
     return 0
 
 
@@ -394,18 +395,18 @@ async def _budget(args: argparse.Namespace) -> int:
         run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
             reply = engine.respond(run_id, proposal_id=args.proposal, approved=args.decision == "approve")
-            if args.owner_process and reply.get("state") != "running":
-                _owner_started({"runId": run_id, **reply})
+            if args.owner_process and reply.state != "running":
+                _owner_started(outcome_json(replace(reply, run_id=run_id)))
                 return 0
             if not args.owner_process:
-                print(json.dumps(reply))
-            if reply.get("state") != "running":
-                return 0 if reply.get("reason") == "rejected" else 1
+                print(json.dumps(outcome_json(reply)))
+            if reply.state != "running":
+                return 0 if reply.reason == "rejected" else 1
             with anyio.fail_after(10):
                 while run_id not in engine.active:
                     await anyio.sleep(0.01)
             if args.owner_process:
-                _owner_started({"runId": run_id, **reply})
+                _owner_started(outcome_json(replace(reply, run_id=run_id)))
                 await engine.wait(run_id)
                 return 0
             await follow(engine, run_id, out=sys.stdout, quiet=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from piflow.engine.control import ControlOutcome
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
@@ -102,3 +103,19 @@ def run_json(view: RunView) -> dict[str, Any]:
     if view.has_result:
         shown["result"] = view.result
     return shown
+
+
+def outcome_json(outcome: ControlOutcome) -> dict[str, Any]:
+    """A control request's reply as `piflow stop`/`budget` print it, an owner process reports it
+    to its parent and the server answers it: the fields that apply, in this order."""
+    fields = (
+        ("runId", outcome.run_id),
+        ("accepted", outcome.accepted),
+        ("state", outcome.state),
+        ("stopped", outcome.stopped),
+        ("approved", outcome.approved),
+        ("reason", outcome.reason),
+        ("proposalId", outcome.proposal_id),
+        ("message", outcome.message),
+    )
+    return {key: value for key, value in fields if value is not None}

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from engine_support import finished, wait_for, write_fixtures
 
+from piflow.engine.control import ControlOutcome
 from piflow.engine.engine import Engine
 from piflow.engine.store import RunStore
 from piflow.errors import WorkflowError
@@ -79,11 +80,11 @@ async def test_resume_unchanged_is_refused_and_patch_needs_approval(
     with pytest.raises(WorkflowError, match="Every exhausted hard budget"):
         await engine.resume(run_id, {"tokens": {"hard": 55}})
     reply = await engine.resume(run_id, {"tokens": {"hard": 1000}})
-    assert reply["state"] == "budget_exhausted" and "proposalId" in reply
-    assert "requires approval" in reply["message"]
-    assert engine.respond(run_id, proposal_id="nope", approved=True)["reason"] == "proposal_not_pending"
-    answer = engine.respond(run_id, proposal_id=reply["proposalId"], approved=True)
-    assert answer == {"state": "running", "approved": True, "reason": "approved"}
+    assert reply.state == "budget_exhausted" and reply.proposal_id is not None
+    assert reply.message is not None and "requires approval" in reply.message
+    assert engine.respond(run_id, proposal_id="nope", approved=True).reason == "proposal_not_pending"
+    answer = engine.respond(run_id, proposal_id=reply.proposal_id, approved=True)
+    assert answer == ControlOutcome("running", approved=True, reason="approved")
     await wait_for(lambda: run_id in engine.active)
     record = await finished(engine, run_id)
     assert record.state == "completed"
@@ -102,8 +103,8 @@ async def test_rejected_proposal_leaves_the_run_exhausted(
     run_id = await launch(SEQUENTIAL, fixtures=twenty_tokens, budget={"tokens": {"hard": 50}})
     await finished(engine, run_id)
     reply = await engine.resume(run_id, {"tokens": None})
-    answer = engine.respond(run_id, proposal_id=reply["proposalId"], approved=False)
-    assert answer == {"state": "budget_exhausted", "approved": False, "reason": "rejected"}
+    answer = engine.respond(run_id, proposal_id=reply.proposal_id, approved=False)
+    assert answer == ControlOutcome("budget_exhausted", approved=False, reason="rejected")
     assert store.get_run(run_id).state == "budget_exhausted"  # type: ignore[union-attr]
     assert _event_types(store, run_id)[-1] == "adjustment_rejected"
 

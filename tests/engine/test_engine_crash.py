@@ -54,7 +54,7 @@ def _piflow(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[
 
 
 def _answer_checkpoint(store: RunStore, run_id: str, answered: list[float]) -> None:
-    if store.awaiting_checkpoints(run_id) and Engine(store).respond(run_id, name="go", approved=True)["accepted"]:
+    if store.awaiting_checkpoints(run_id) and Engine(store).respond(run_id, name="go", approved=True).accepted:
         answered.append(time.monotonic())
 
 

@@ -9,6 +9,7 @@ import pytest
 from engine_support import finished, wait_for, write_fixtures
 
 from piflow.engine import events
+from piflow.engine.control import ControlOutcome
 from piflow.engine.engine import Engine
 from piflow.engine.lifecycle import CheckpointState
 from piflow.engine.store import RunStore
@@ -108,7 +109,7 @@ async def test_checkpoint_reject_and_labels(engine: Engine, launch, store: RunSt
     assert store.get_run(run_id).state == "awaiting_input"  # type: ignore[union-attr]
     engine.respond(run_id, name="ship", approved=False)
     await wait_for(lambda: [c for c in store.awaiting_checkpoints(run_id) if c.label == "ship#2"])
-    assert engine.respond(run_id, name="ship", approved=True)["accepted"] is False  # already answered
+    assert engine.respond(run_id, name="ship", approved=True).accepted is False  # already answered
     engine.respond(run_id, name="ship#2", approved=True)
     record = await finished(engine, run_id)
     assert record.result == ["rejected", "approved"]
@@ -138,12 +139,12 @@ async def test_stop_cancels_agents_and_is_final(engine: Engine, launch, project:
     fixtures = write_fixtures(project, {"defaults": {"latencyMs": 5000}})
     run_id = await launch('await parallel("p", {a: () => agent("a"), b: () => agent("b")})', fixtures=fixtures)
     await wait_for(lambda: len(store.agents(run_id)) == 2)
-    assert engine.stop(run_id) == {"runId": run_id, "state": "stopped", "stopped": True}
+    assert engine.stop(run_id) == ControlOutcome("stopped", run_id=run_id, stopped=True)
     record = await finished(engine, run_id)
     assert record.state == "stopped"
     assert {a.state for a in store.agents(run_id)} == {"cancelled"}
-    assert engine.stop(run_id)["reason"] == "already_terminal"
-    assert engine.stop("00000000-nope")["reason"] == "unknown_run"
+    assert engine.stop(run_id).reason == "already_terminal"
+    assert engine.stop("00000000-nope").reason == "unknown_run"
     with pytest.raises(WorkflowError, match="Cannot resume stopped run"):
         await engine.resume(run_id)
 

@@ -9,7 +9,7 @@ a run whose owner is dead is read as interrupted, and recorded so only by what i
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from piflow.engine import events
@@ -19,6 +19,22 @@ from piflow.engine.runs import base_payload
 from piflow.engine.store import RunRecord, RunStore
 from piflow.engine.views import observed_run
 from piflow.errors import WorkflowError
+
+
+@dataclass(frozen=True, slots=True)
+class ControlOutcome:
+    """What a control request (stop, resume, a checkpoint or budget answer) came to; a field that
+    does not apply to the request is None. `state` is the run's (or, for a checkpoint answer,
+    `checkpoint_answered`/`not_pending`; `unknown` for a run that is not there)."""
+
+    state: str
+    run_id: str | None = None
+    accepted: bool | None = None
+    stopped: bool | None = None
+    approved: bool | None = None
+    reason: str | None = None
+    proposal_id: str | None = None
+    message: str | None = None
 
 
 def owner_pid(store: RunStore, run_id: str, token: str | None = None) -> int | None:
@@ -48,23 +64,23 @@ def pause(store: RunStore, record: RunRecord) -> RunState:
     return RunState.PAUSING
 
 
-def stop(store: RunStore, record: RunRecord, token: str | None = None) -> dict[str, Any]:
+def stop(store: RunStore, record: RunRecord, token: str | None = None) -> ControlOutcome:
     """Stop a run: its live owner (other than `token`'s) is asked to; a run without one is stopped
     here, with the agents its dead owner left unsettled cancelled. A stopped run is final."""
     if record.state in IRREVERSIBLE:
-        return {"runId": record.id, "state": record.state, "stopped": False, "reason": "already_terminal"}
+        return ControlOutcome(record.state, run_id=record.id, stopped=False, reason="already_terminal")
     if owner_pid(store, record.id, token) is not None:
         request(store, record.id, "stop")
     else:
         with store.batch():
             set_state(store, record, RunState.STOPPED, "stopped")
             cancel_abandoned_agents(store, record)
-    return {"runId": record.id, "state": RunState.STOPPED, "stopped": True}
+    return ControlOutcome(RunState.STOPPED, run_id=record.id, stopped=True)
 
 
 def answer_checkpoint(
     store: RunStore, record: RunRecord, name: str, approved: bool
-) -> tuple[dict[str, Any], events.Event | None]:
+) -> tuple[ControlOutcome, events.Event | None]:
     """Record the first answer to a waiting checkpoint (its owner picks it up); the reply, and the
     event recorded (None when the checkpoint was not waiting)."""
     with store.batch():
@@ -75,8 +91,8 @@ def answer_checkpoint(
             payload = {**base_payload(record), "name": name, "state": answer}
             seq = store.append_event(record.id, events.CHECKPOINT_STATE_CHANGED, payload)
             recorded = events.Event(seq, record.id, events.CHECKPOINT_STATE_CHANGED, payload)
-    reply = {"accepted": accepted, "state": "checkpoint_answered" if accepted else "not_pending",
-             "approved": approved, "reason": "checkpoint"}
+    reply = ControlOutcome("checkpoint_answered" if accepted else "not_pending", accepted=accepted,
+                           approved=approved, reason="checkpoint")
     return reply, recorded
 
 

@@ -22,6 +22,7 @@ from piflow.analysis.budget import (
 )
 from piflow.engine import control, events
 from piflow.engine.backends import create_backend
+from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, RunState
@@ -274,21 +275,21 @@ class Engine:
             return run.lifecycle.state
         return control.pause(self.store, record)
 
-    def stop(self, run_id: str) -> dict[str, Any]:
+    def stop(self, run_id: str) -> ControlOutcome:
         try:
             record = self._record(run_id)
         except WorkflowError:
-            return {"runId": run_id, "state": "unknown", "stopped": False, "reason": "unknown_run"}
+            return ControlOutcome("unknown", run_id=run_id, stopped=False, reason="unknown_run")
         run = self.active.get(record.id)
         if run is None or record.state in IRREVERSIBLE:
             return control.stop(self.store, record, self.token)
         run.lifecycle.terminal(RunState.STOPPED, "stopped")
         run.scope.cancel()
-        return {"runId": record.id, "state": RunState.STOPPED, "stopped": True}
+        return ControlOutcome(RunState.STOPPED, run_id=record.id, stopped=True)
 
     def respond(
         self, run_id: str, *, name: str | None = None, proposal_id: str | None = None, approved: bool
-    ) -> dict[str, Any]:
+    ) -> ControlOutcome:
         """Answer a checkpoint by label, or a budget proposal by id; the first answer wins."""
         record = self._record(run_id)
         if proposal_id is not None:
@@ -304,7 +305,7 @@ class Engine:
         return reply
 
     # -- resuming ----------------------------------------------------------------------------
-    async def resume(self, run_id: str, budget_patch: Any = None) -> dict[str, Any]:
+    async def resume(self, run_id: str, budget_patch: Any = None) -> ControlOutcome:
         record = self._record(run_id)
         run = self.active.get(record.id)
         if run is not None:
@@ -312,12 +313,12 @@ class Engine:
                 raise WorkflowError("RESUME_INCOMPATIBLE",
                                     "Only budget-exhausted runs can be resumed with a budget patch")
             run.lifecycle.resume()
-            return {"runId": record.id, "state": run.lifecycle.state}
+            return ControlOutcome(run.lifecycle.state, run_id=record.id)
         if self._remote_owner(record.id) is not None:
             if record.state != RunState.PAUSED:
                 raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
             control.request(self.store, record.id, "resume")
-            return {"runId": record.id, "state": RunState.RUNNING}
+            return ControlOutcome(RunState.RUNNING, run_id=record.id)
         if record.state not in RESUMABLE:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {record.state} run")
         if budget_patch is not None:
@@ -326,7 +327,7 @@ class Engine:
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Every exhausted hard budget must be raised above retained usage or removed")
         await self._cold_resume(record)
-        return {"runId": record.id, "state": RunState.RUNNING}
+        return ControlOutcome(RunState.RUNNING, run_id=record.id)
 
     async def _cold_resume(self, record: RunRecord, budget: Any = None, version: int | None = None) -> None:
         env = self._environment_for(record.cwd)
@@ -349,7 +350,7 @@ class Engine:
         run.lifecycle.resume()
         self._start(run)
 
-    async def _resume_with_budget(self, record: RunRecord, patch: Any) -> dict[str, Any]:
+    async def _resume_with_budget(self, record: RunRecord, patch: Any) -> ControlOutcome:
         if record.state != RunState.BUDGET_EXHAUSTED:
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Only budget-exhausted runs can be resumed with workflow_resume")
@@ -367,11 +368,11 @@ class Engine:
                                                    payload=payload, state="pending"))
             self._record_budget_event(record, "adjustment_requested", usage, proposed,
                                       proposalId=proposal_id, previous=current, proposed=proposed)
-            return {"runId": record.id, "state": RunState.BUDGET_EXHAUSTED, "proposalId": proposal_id,
-                    "message": proposal_message(record, payload)}
+            return ControlOutcome(RunState.BUDGET_EXHAUSTED, run_id=record.id, proposal_id=proposal_id,
+                                  message=proposal_message(record, payload))
         version = record.budget_version + (0 if proposed == current else 1)
         await self._cold_resume(record, proposed, version)
-        return {"runId": record.id, "state": RunState.RUNNING}
+        return ControlOutcome(RunState.RUNNING, run_id=record.id)
 
     def _record_budget_event(self, record: RunRecord, kind: str, usage: Any, limits: Any, **extra: Any) -> None:
         event = {"type": kind, "budgetVersion": record.budget_version, "dimensions": [], "usage": usage,
@@ -380,18 +381,18 @@ class Engine:
         if published is not None:
             self.bus.publish(published)
 
-    def _answer_proposal(self, record: RunRecord, proposal_id: str, approved: bool) -> dict[str, Any]:
+    def _answer_proposal(self, record: RunRecord, proposal_id: str, approved: bool) -> ControlOutcome:
         decision = next((d for d in self.store.decisions(record.id) if d.proposal_id == proposal_id), None)
         if decision is None or not self.store.answer_decision(record.id, proposal_id, approved):
-            return {"state": RunState.BUDGET_EXHAUSTED, "approved": False, "reason": "proposal_not_pending"}
+            return ControlOutcome(RunState.BUDGET_EXHAUSTED, approved=False, reason="proposal_not_pending")
         payload = decision.payload
         kind = "adjustment_approved" if approved else "adjustment_rejected"
         self._record_budget_event(record, kind, payload["consumed"], payload["proposed"], proposalId=proposal_id)
         if not approved:
-            return {"state": RunState.BUDGET_EXHAUSTED, "approved": False, "reason": "rejected"}
+            return ControlOutcome(RunState.BUDGET_EXHAUSTED, approved=False, reason="rejected")
         assert self._tasks is not None
         self._tasks.start_soon(self._cold_resume, record, payload["proposed"], record.budget_version + 1)
-        return {"state": RunState.RUNNING, "approved": True, "reason": "approved"}
+        return ControlOutcome(RunState.RUNNING, approved=True, reason="approved")
 
     # -- background maintenance -------------------------------------------------------------
     def recover(self) -> None:

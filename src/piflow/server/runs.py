@@ -37,7 +37,7 @@ from piflow.engine.store import EventRecord, RunRecord, RunStore
 from piflow.engine.views import agent_detail, agent_view, attention_key, observed_run, run_summary, run_view
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
-from piflow.view_wire import agent_detail_json, agent_json, run_json, summary_json
+from piflow.view_wire import agent_detail_json, agent_json, outcome_json, run_json, summary_json
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -353,7 +353,7 @@ class Runs(LanguageFeature):
 
     async def stop(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
-        return await self._control(host, run_id, control.stop)
+        return outcome_json(await self._control(host, run_id, control.stop))
 
     async def respond(
         self, run_id: str, *, name: str | None, proposal_id: str | None, approved: bool
@@ -367,10 +367,10 @@ class Runs(LanguageFeature):
             return {key: value for key, value in reply.items() if key in ("state", "approved", "reason")}
         if not name:
             raise WorkflowError("INVALID_METADATA", "workflow_respond requires name or proposalId")
-        answer: dict[str, Any] = await self._control(
+        answer = await self._control(
             host, run_id, lambda store, record: control.answer_checkpoint(store, record, name, approved)[0]
         )
-        return answer
+        return outcome_json(answer)
 
     async def _control(self, host: Host, run_id: str, request: Callable[[RunStore, RunRecord], R]) -> R:
         """Worker thread: a control request on the run's store, as `piflow stop` makes it (the run's
