@@ -104,7 +104,10 @@ def _check_no_rerun(store: RunStore, run_id: str, answered_before_kill: bool) ->
 @pytest.mark.parametrize("point", range(KILL_POINTS))
 def test_kill_and_resume_gives_the_uninterrupted_result(point: int, project: Path) -> None:
     (project / "crash.workflow.js").write_text(SCRIPT)
-    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 60}}))
+    # The run's last agent (z's third stage) is slow, so even the last kill point (32 of 33 agents
+    # completed) lands while the run still works, whatever the machine's load.
+    slow_last = {"match": {"prompt": r"^third .*first 3$"}, "latencyMs": 800}
+    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 60}, "responses": [slow_last]}))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     kill_after = round(point * (AGENTS - 1) / (KILL_POINTS - 1))  # spread over the whole run
     answered: list[float] = []
