@@ -23,7 +23,7 @@ from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import ENDED
-from piflow.engine.owner import start_owner
+from piflow.engine.owner import lower_own_priority, start_owner
 from piflow.engine.progress import format_progress
 from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
@@ -636,6 +636,7 @@ def _detach_or(args: argparse.Namespace, action: Any) -> int:
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])
     if args.owner_process:
+        lower_own_priority()
         try:
             return int(anyio.run(_owning, action, args))
         except (WorkflowError, UsageError) as exc:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from conftest import Workspace, open_document
 from test_runs import SCRIPT, SLOW, execute, state_of
+
+from piflow.engine.owner import EDITOR_RUN_NICENESS
 
 AGENT_KEYS = ("id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity")
 
@@ -114,3 +118,46 @@ async def test_progress_after_the_first_carries_only_the_agents_that_changed(sta
     assert progress[-1]["agentCounts"] == {"total": 7, "settled": 7}
     view = await execute(client, "piflow.showRun", {"runId": run_id})
     assert known == {a["id"]: {k: a[k] for k in AGENT_KEYS} for a in view["agentList"]}
+
+
+def _stat(pid: int) -> list[str]:
+    """Fields 3.. of /proc/<pid>/stat (after the command name)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _niceness(pid: int) -> int:
+    return int(_stat(pid)[16])  # field 19 of proc(5)
+
+
+def _parent(pid: int) -> int:
+    return int(_stat(pid)[1])
+
+
+def _processes(argument: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if argument in Path(f"/proc/{entry}/cmdline").read_text(errors="replace"):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+async def test_a_run_launched_from_the_editor_runs_at_a_lower_priority_than_typing(
+    start, workspace: Workspace
+) -> None:
+    fixtures = workspace.write("slow.fixtures.json", json.dumps({"defaults": {"latencyMs": 800}}))
+    client = await start("vscode_1.95")
+    uri = workspace.uri(workspace.write("nice.workflow.js", SLOW))
+    open_document(client, uri, SLOW)
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": str(fixtures)}))["runId"]
+    await state_of(client, run_id, "running")
+    owners = [pid for pid in _processes("--owner-process") if os.readlink(f"/proc/{pid}/cwd") == str(workspace.project)]
+    assert owners, "no owner process found for the run"
+    workers = [pid for pid in _processes("piflow.engine.worker") if _parent(pid) in owners]
+    lower = min(19, _niceness(os.getpid()) + EDITOR_RUN_NICENESS)  # the editor's priority, lowered
+    assert [_niceness(pid) for pid in owners] == [lower]
+    assert workers and all(_niceness(pid) == lower for pid in workers)
+    await execute(client, "piflow.stop", {"runId": run_id})

@@ -5,20 +5,34 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Final
+
+EDITOR_RUN_NICENESS: Final = 5
+"""How much lower than the editor a run launched from it is scheduled. A run's owner, worker and
+agents can fill every core; at a lower priority they still get all the CPU the machine has spare,
+but typing in the editor always comes first."""
+_NICENESS_VARIABLE: Final = "PIFLOW_OWNER_NICENESS"
 
 
-def start_owner(argv: list[str], *, cwd: str | None = None, script_text: str | None = None) -> dict[str, Any]:
+def start_owner(
+    argv: list[str], *, cwd: str | None = None, script_text: str | None = None, niceness: int = 0
+) -> dict[str, Any]:
     """Start an owner process (`piflow <argv> --owner-process`, in its own session, so it outlives
     whoever started it: a terminal, an editor's language server) and return its first reply:
     `{"runId", "state", ...}` once the run is started (or answered without starting), or `{"error"}`.
 
     `script_text` is the script to run instead of the file's text (an editor's unsaved changes); it
-    goes through the owner's stdin, so nothing is left behind if either side dies.
+    goes through the owner's stdin, so nothing is left behind if either side dies. `niceness` lowers
+    the owner's scheduling priority, and so its worker's and agents' (see `lower_own_priority`).
     """
     command = [sys.executable, "-m", "piflow", *argv, "--owner-process"]
+    environment = dict(os.environ)
+    environment.pop(_NICENESS_VARIABLE, None)
+    if niceness:
+        environment[_NICENESS_VARIABLE] = str(niceness)
     if script_text is not None:
         command.append("--script-stdin")
     child = subprocess.Popen(
@@ -29,6 +43,7 @@ def start_owner(argv: list[str], *, cwd: str | None = None, script_text: str | N
         stdin=subprocess.PIPE if script_text is not None else subprocess.DEVNULL,
         start_new_session=True,
         encoding="utf-8",
+        env=environment,
     )
     assert child.stdout is not None
     if child.stdin is not None:
@@ -43,3 +58,12 @@ def start_owner(argv: list[str], *, cwd: str | None = None, script_text: str | N
         return {"error": {"message": f"the run's owner process exited (status {code}) before the run started"}}
     reply: dict[str, Any] = json.loads(line)
     return reply
+
+
+def lower_own_priority() -> None:
+    """In an owner process, before it starts anything: take the niceness its starter asked for, so
+    the worker and the agents it spawns inherit it."""
+    value = os.environ.pop(_NICENESS_VARIABLE, "")
+    if value.isdigit():
+        with contextlib.suppress(OSError):
+            os.nice(int(value))

@@ -32,7 +32,7 @@ from piflow.engine import control, events
 from piflow.engine.environment import project_root
 from piflow.engine.feed import BATCH, FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
-from piflow.engine.owner import start_owner
+from piflow.engine.owner import EDITOR_RUN_NICENESS, start_owner
 from piflow.engine.store import EventRecord, RunRecord, RunStore
 from piflow.engine.views import agent_detail, agent_view, attention_key, observed_run, run_summary, run_view
 from piflow.errors import WorkflowError
@@ -313,7 +313,7 @@ class Runs(LanguageFeature):
         host.starting += 1
         try:
             reply = await self.server.run_in_thread(
-                lambda: start_owner(argv, cwd=str(host.root), script_text=script_text)
+                lambda: start_owner(argv, cwd=str(host.root), script_text=script_text, niceness=EDITOR_RUN_NICENESS)
             )
             if "runId" in reply:
                 host.own.add(reply["runId"])
