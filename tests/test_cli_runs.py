@@ -7,7 +7,6 @@ agent dir, on the scripted backend (no network, no keys).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from isolation import isolated_environment
 from piflow.engine.store import RunRecord, RunStore, default_store_path
 
 BIG = "x" * (70 * 1024)
@@ -67,14 +67,7 @@ def make_project(base: Path) -> Project:
     (root / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n\n[scripted]\nfixtures = "fixtures.json"\n')
     (root / "review.workflow.js").write_text(SCRIPT)
     (root / "ship.workflow.js").write_text(CHECKPOINT)
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".state"),
-        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(base, home, home / ".pi" / "agent")
     return Project(root, env)
 
 

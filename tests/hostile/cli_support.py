@@ -5,7 +5,6 @@ never write (no recovery), so a test sees exactly what the owner process recorde
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isolation import isolated_environment
 from piflow.engine.store import default_store_path
 
 AGENTS = 30
@@ -78,14 +78,7 @@ def make_project(base: Path, *, latency_ms: int = 300) -> Project:
     (root / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n\n[scripted]\nfixtures = "fixtures.json"\n')
     (root / "slow.workflow.js").write_text(SLOW)
     (root / "quick.workflow.js").write_text(QUICK)
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".state"),
-        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(base, home, home / ".pi" / "agent")
     return Project(root, env)
 
 

@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from pygls.uris import from_fs_path
 
+from isolation import isolated_environment
+
 SERVER_COMMAND = [sys.executable, "-m", "piflow", "serve", "--stdio"]
 MODELS = {
     "providers": {
@@ -48,16 +50,7 @@ def isolated_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     project.mkdir()
     (agent / "models.json").write_text(json.dumps(MODELS))
     (project / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n')
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg" / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg" / "data"),
-        "XDG_CACHE_HOME": str(tmp_path / "xdg" / "cache"),
-        "PI_CODING_AGENT_DIR": str(agent),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(tmp_path, home, agent)
     return project, env
 
 

@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from isolation import isolated_environment
 from piflow.config.files import CONFIG_LIMIT, SCRIPT_LIMIT, FileRefused, InvalidUtf8, read_bytes, read_text
 
 GOOD = 'const draft = await agent("Write a haiku", { label: "poet" });\nreturn { draft };\n'
@@ -64,16 +65,7 @@ def world(tmp_path: Path) -> World:
     project.mkdir()
     (project / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n')
     (project / "good.workflow.js").write_text(GOOD)
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg" / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg" / "data"),
-        "XDG_CACHE_HOME": str(tmp_path / "xdg" / "cache"),
-        "PI_CODING_AGENT_DIR": str(agent),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(tmp_path, home, agent)
     (tmp_path / "xdg" / "config" / "piflow").mkdir(parents=True)
     return World(home, agent, project, env)
 

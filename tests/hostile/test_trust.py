@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from isolation import isolated_environment
 from piflow.engine.store import RunStore
 from piflow.engine.store.schema import APPLICATION_ID, MIGRATIONS, migrate
 
@@ -61,14 +61,7 @@ def world(tmp_path: Path) -> World:
     (project / "good.workflow.js").write_text(GOOD)
     user_config = tmp_path / "xdg" / "config" / "piflow" / "config.toml"
     user_config.parent.mkdir(parents=True)
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg" / "state"),
-        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(tmp_path, home, home / ".pi" / "agent")
     world = World(tmp_path, project, user_config, env)
     world.toml("")
     return world

@@ -24,6 +24,8 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from isolation import isolated_environment
+
 CLIENTS = Path(__file__).parent / "clients"
 PROFILES = ("vscode_1.95", "neovim_0.11", "neovim_0.12")
 SERVER_COMMAND = [sys.executable, "-m", "piflow", "serve", "--stdio"]
@@ -89,16 +91,7 @@ def workspace(tmp_path: Path) -> Workspace:
     (agent / "pi-extensible-workflows" / "roles" / "reviewer.md").write_text(REVIEWER)
     (agent / "models.json").write_text(json.dumps(MODELS, indent=2) + "\n")
     (project / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n')
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg" / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg" / "data"),
-        "XDG_CACHE_HOME": str(tmp_path / "xdg" / "cache"),
-        "PI_CODING_AGENT_DIR": str(agent),
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    env = isolated_environment(tmp_path, home, agent)
     return Workspace(tmp_path, home, agent, project, env)
 
 
