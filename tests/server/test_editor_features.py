@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from conftest import Client, Workspace, diagnostics, open_document
 from lsprotocol import types
@@ -63,11 +65,15 @@ async def test_hover_on_a_role_shows_description_model_tools_and_file(
     assert (workspace.roles / "reviewer.md").as_uri() in text
 
 
+VERSIONS = itertools.count(2)
+"""Document versions only grow: a change that repeats a version may be taken for one already seen."""
+
+
 async def completions(client: Client, uri: str, text: str, line: int, character: int) -> list[str]:
     """Labels offered after replacing the document with `text` and asking at a position."""
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=len(client.log) + 2),
+            types.VersionedTextDocumentIdentifier(uri=uri, version=next(VERSIONS)),
             [types.TextDocumentContentChangeWholeDocument(text)],
         )
     )
