@@ -95,3 +95,35 @@ def test_broken_configuration_and_an_unusable_default_backend_fail(
     errors = [c["text"] for c in report["checks"] if c["level"] == "error"]
     assert any("settings" in text for text in errors)
     assert any(text.startswith("default backend pi cannot run") for text in errors)
+
+
+def test_agents_are_listed_with_where_each_comes_from(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agents = home / ".pi" / "agent" / "agents"
+    (agents / "team").mkdir(parents=True)
+    (agents / "team" / "writer.md").write_text("---\nname: writer\ndescription: writes\n---\nWrite.\n")
+    (agents / "broken.md").write_text("---\nname: broken\n---\nno description\n")
+    (home / ".pi" / "agent" / "settings.json").write_text(
+        json.dumps({"subagents": {"agentOverrides": {"scout": {"disabled": True}}}})
+    )
+    code, report = doctor(capsys)
+    assert code == 0
+    rows = {row["name"]: row for row in report["agents"]}
+    assert set(rows) == {"delegate", "oracle", "researcher", "reviewer", "scout", "worker", "writer"}
+    assert (rows["writer"]["source"], rows["writer"]["path"]) == ("user", str(agents / "team" / "writer.md"))
+    assert rows["scout"]["disabled"] is True and rows["reviewer"]["source"] == "builtin"
+    assert any(check["level"] == "warning" and f"{agents / 'broken.md'}:1:" in check["text"]
+               and "description" in check["text"] for check in report["checks"])  # fmt: skip
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"  agent writer — user {agents / 'team' / 'writer.md'}" in lines
+    assert "  agent scout — builtin — disabled by subagents.agentOverrides" in lines
+    assert "  agent oracle (also advisor) — builtin" in lines
+
+
+def test_untrusted_project_agents_are_said_to_be_ignored(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project_agents = Path.cwd() / ".pi" / "agents"
+    project_agents.mkdir(parents=True)
+    (project_agents / "local.md").write_text("---\nname: local\ndescription: d\n---\nP\n")
+    _, report = doctor(capsys)
+    assert "local" not in {row["name"] for row in report["agents"]}
+    assert any(f"project agents in {project_agents} are ignored" in check["text"] for check in report["checks"])

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from piflow.config import DEFAULT_ROOT_TOOLS, load_config
+from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, load_config
 from piflow.config.paths import user_config_path
 from piflow.engine.environment import project_root, store_path
 
@@ -52,7 +52,8 @@ def diagnose(cwd: str) -> dict[str, Any]:
     else:
         checks.append(_check(
             "info",
-            f"project trusted: no ({project.trust_reason}) — its .pi/ settings and roles are ignored; to trust it, "
+            f"project trusted: no ({project.trust_reason}) — its .pi/ settings, roles and agents are ignored; "
+            "to trust it, "
             f"set `trust_project = true` under [piflow] in its piflow.toml, or add {project.project_root} to "
             f"trusted_projects in {user_config_path()}",
         ))
@@ -66,6 +67,7 @@ def diagnose(cwd: str) -> dict[str, Any]:
                                    f"{config.settings.concurrency}"))
     for name in config.roles.names:
         checks.append(_check("ok", f"role {name}: {config.roles.paths.get(name)}"))
+    agents = _agents(config, checks)
     registry = config.registry
     if not registry.configured:
         checks.append(_check("info", f"model registry: {registry.path} not found — unknown models cannot be "
@@ -97,7 +99,26 @@ def diagnose(cwd: str) -> dict[str, Any]:
         checks.append(_check("ok", f"default backend: {project.backend}"))
     checks.append(_file("run store", store_path(cwd), "the first run creates it"))
     checks.append(_check("ok", f"root tools: {', '.join(DEFAULT_ROOT_TOOLS)}"))
-    return {"checks": checks, "models": models, "backends": backends}
+    return {"checks": checks, "models": models, "backends": backends, "agents": agents}
+
+
+def _agents(config: PiflowConfig, checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """pi-subagents agents (the second dialect's children): each with where it comes from."""
+    catalog = config.agent_catalog
+    for problem in catalog.problems:
+        checks.append(_check("warning", f"agent definitions: {problem}"))
+    if not config.trusted:
+        for directory in (config.project_root / ".pi" / "agents", config.project_root / ".agents"):
+            if directory.is_dir():
+                checks.append(_check("info", f"project agents in {directory} are ignored: the project is not trusted"))
+    rows = []
+    for name, agent in sorted(catalog.discovered.items()):
+        rows.append({
+            "name": name, "source": agent.source, "path": str(agent.path) if agent.path else None,
+            "line": agent.line + 1, "disabled": name in catalog.disabled, "aliases": list(agent.aliases),
+            "model": agent.model, "description": agent.description,
+        })  # fmt: skip
+    return rows
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -112,6 +133,11 @@ def _doctor(args: argparse.Namespace) -> int:
         for model in report["models"]:
             state = "available" if model["available"] else "unavailable"
             print(f"  model {model['model']} — {state}, from {model['source']} ({model['baseUrl']})")
+        for agent in report["agents"]:
+            where = agent["source"] if agent["source"] == "builtin" else f"{agent['source']} {agent['path']}"
+            marks = " — disabled by subagents.agentOverrides" if agent["disabled"] else ""
+            aliases = f" (also {', '.join(agent['aliases'])})" if agent["aliases"] else ""
+            print(f"  agent {agent['name']}{aliases} — {where}{marks}")
         print("(✓ usable · optional, not set up ! configured but not usable ✗ must be fixed)")
     return 1 if any(check["level"] == "error" for check in report["checks"]) else 0
 

@@ -13,6 +13,7 @@ from piflow.analysis.dialects import DIALECTS, extensible, subagents
 from piflow.analysis.dialects.subagents import validate_subagents_script
 from piflow.analysis.launch import LaunchContext, validate_workflow_launch
 from piflow.analysis.report import FileReport, format_json, format_sarif
+from piflow.config.agent_definitions import AgentCatalog
 from piflow.config.roles import RoleDefinition
 
 KEBAB = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
@@ -21,6 +22,7 @@ CAPABILITIES = Capabilities.create(
     tools=["read"],
     agent_types=["reviewer"],
     roles={"reviewer": RoleDefinition("You review.", model="openai/gone")},
+    agents=AgentCatalog({}),  # no pi-subagents agents: every agent name is unknown
 )
 
 # Scripts that trigger each editor-only rule and are otherwise clean for the reference.
@@ -31,6 +33,13 @@ EDITOR_ONLY: dict[tuple[str, str], str] = {
     (subagents.NAME, "child-params"): 'await runs.run("a", { agent: "scout", task: "t", resume: true });',
     (subagents.NAME, "steer"): 'await runs.steer("a", "");',
     (subagents.NAME, "unawaited"): 'runs.run("a", { agent: "scout", task: "t" });\nawait runs.run("b", {});',
+    (subagents.NAME, "duplicate-keys"): 'await runs.run("a", { task: "1" });\nawait runs.run("a", { task: "2" });',
+    (subagents.NAME, "all-shape"): 'await runs.all("x");',
+    (subagents.NAME, "lanes"): "await runs.lanes([]);",
+    (subagents.NAME, "non-finite"): "emit(NaN);",
+    (subagents.NAME, "steer-launched"): 'await runs.steer("never", "g");',
+    (subagents.NAME, "agents"): 'await runs.run("a", { agent: "nobody", task: "t" });',
+    (subagents.NAME, "models"): 'await runs.run("a", { agent: "worker", task: "t", model: "gone/model" });',
 }
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, model_availability
+from piflow.config.agent_definitions import AgentCatalog
 from piflow.config.roles import RoleDefinition
 
 
@@ -31,6 +32,14 @@ class Capabilities:
     verified_models: bool = True
     missing_credentials: Mapping[str, str] = field(default_factory=dict)
     roles: Mapping[str, RoleDefinition] = field(default_factory=dict)
+    launch_model: str | None = None
+    """The parent's model: pi-subagents' bare model ids prefer its provider."""
+    agents: AgentCatalog | Callable[[], AgentCatalog] | None = field(default=None, compare=False, repr=False)
+    """pi-subagents agents, or how to read them on first use (only that dialect's rules need them)."""
+
+    @property
+    def agent_catalog(self) -> AgentCatalog | None:
+        return self.agents() if callable(self.agents) else self.agents
 
     @classmethod
     def create(
@@ -45,6 +54,8 @@ class Capabilities:
         verified_models: bool = True,
         missing_credentials: Mapping[str, str] | None = None,
         roles: Mapping[str, RoleDefinition] | None = None,
+        launch_model: str | None = None,
+        agents: AgentCatalog | Callable[[], AgentCatalog] | None = None,
     ) -> Capabilities:
         return cls(
             models=frozenset(models),
@@ -57,6 +68,8 @@ class Capabilities:
             verified_models=verified_models,
             missing_credentials=dict(missing_credentials or {}),
             roles=dict(roles or {}),
+            launch_model=launch_model,
+            agents=agents,
         )
 
     @classmethod
@@ -80,6 +93,8 @@ class Capabilities:
             verified_models=models.verified,
             missing_credentials=models.missing_credentials,
             roles=config.roles.roles,
+            launch_model=models.launch_model,
+            agents=lambda: config.agent_catalog,
         )
 
     @classmethod

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Final, TypeVar
 
+from piflow.config.agent_definitions import AgentCatalog, load_agent_catalog
 from piflow.config.availability import ModelAvailability, model_availability
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
 from piflow.config.paths import (
@@ -92,6 +94,12 @@ class PiflowConfig:
         `[model_aliases]` fill in names they leave undefined, so a project can ship the aliases
         its scripts use (the bundled examples run on a machine without any pi settings)."""
         return {**self.project.model_aliases, **(self.settings.model_aliases or {})}
+
+    @cached_property
+    def agent_catalog(self) -> AgentCatalog:
+        """pi-subagents agents (builtin, user, and the project's when trusted), read on first use:
+        only the second dialect needs them. Bad files are `problems`, never errors."""
+        return load_agent_catalog(self.project_root, agent_dir=self.agent_dir, trusted=self.trusted)
 
     @property
     def resource_policy(self) -> ResourcePolicy:

@@ -18,6 +18,14 @@ would certainly reject (E.2). Codes, all specific to this dialect:
 | `SUBAGENTS_STEER` | literal `runs.steer` arguments the runtime rejects |
 | `SUBAGENTS_UNAWAITED` | (warning) a `runs.run/steer/host` promise left unobserved |
 | `SUBAGENTS_DEPRECATED` | (warning) `turnBudget`, removed in 0.59 |
+| `SUBAGENTS_DUPLICATE_KEY` | one literal key launched with different literal params, or twice in one `runs.all` |
+| `SUBAGENTS_ALL` | `runs.all` given something other than an array of objects |
+| `SUBAGENTS_LANES` | the structure and limits of a literal `runs.lanes` argument (A.6) |
+| `SUBAGENTS_AGENT` | (workspace) an agent no definition provides, or one `agentOverrides` disables |
+| `SUBAGENTS_MODEL` | (workspace) a child model the registry cannot resolve (spec B's messages) |
+
+The E.2 and workspace rules are editor rules: the reference's `validate` and a launch never run
+them, because the runtime would reject these only when the script reaches the call.
 """
 
 from __future__ import annotations
@@ -29,6 +37,18 @@ from typing import Any, Final
 from tree_sitter import Query, QueryCursor
 
 from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.dialects.subagents_children import (
+    check_agents,
+    check_all_shape,
+    check_duplicate_keys,
+    check_lanes,
+    check_models,
+    check_non_finite,
+    check_steer_launched,
+    child_findings,
+    lane_stages,
+)
+from piflow.analysis.dialects.subagents_facts import KEY_GRAMMAR as KEY_GRAMMAR  # the key grammar lives with the facts
 from piflow.analysis.dialects.subagents_facts import MemberCall, RunsAllBinding, SubagentsFacts
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.engine_check import checker
@@ -54,7 +74,6 @@ from piflow.analysis.syntax_check import syntax_problems
 from piflow.analysis.walker import WalkConfig
 
 NAME: Final = "pi-subagents"
-KEY_GRAMMAR: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 NESTED_ASYNC: Final = (
     "workflowScript does not support nested async functions. Use top-level await, plain helper functions "
     "that return runs.run(...), or explicit Promise chains."
@@ -308,12 +327,21 @@ def check_child_params(ctx: RuleContext) -> Iterator[Finding]:
             params = call.fact.arg(1)
             assert isinstance(params, ObjectExpr)
             yield from _child_findings(ctx, call, params, "runs.run")
+            yield from child_findings(ctx, call, params, "runs.run")
         elif call.fact.target == "runs.all":
             for index, item in _all_items(call):
                 yield from _child_findings(ctx, call, item, f"runs.all item {index}")
+                yield from child_findings(ctx, call, item, f"runs.all item {index}")
+        elif call.fact.target == "runs.lanes":
+            for lane, stage, item in lane_stages(call.fact.arg(0)):
+                label = f"runs.lanes lane {lane} stage {stage}"
+                yield from _child_findings(ctx, call, item, label, lanes=True)
+                yield from child_findings(ctx, call, item, label)
 
 
-def _child_findings(ctx: RuleContext, call: Placed[MemberCall], params: ObjectExpr, label: str) -> Iterator[Finding]:
+def _child_findings(
+    ctx: RuleContext, call: Placed[MemberCall], params: ObjectExpr, label: str, *, lanes: bool = False
+) -> Iterator[Finding]:
     members = {prop.key: prop for prop in params.properties if isinstance(prop, PropertyExpr) and prop.key is not None}
 
     def problem(message: str, key: str) -> Finding:
@@ -331,7 +359,7 @@ def _child_findings(ctx: RuleContext, call: Placed[MemberCall], params: ObjectEx
         yield problem(
             f"{label} gate cannot be combined with acceptance; use one gate command or acceptance.verify.", "gate"
         )
-    if "gate" in members and "resume" in members:
+    if "gate" in members and "resume" in members and not lanes:
         yield problem(f"{label} gate is not supported with retained resume.", "gate")
     if "resume" in members and "agent" in members:
         yield problem(f"{label} resume and agent are mutually exclusive.", "resume")
@@ -419,6 +447,13 @@ RULES: Final = (
     RuleSpec("child-params", check_child_params, reference=False),
     RuleSpec("steer", check_steer, reference=False),
     RuleSpec("unawaited", check_unawaited, reference=False),
+    RuleSpec("duplicate-keys", check_duplicate_keys, reference=False),
+    RuleSpec("all-shape", check_all_shape, reference=False),
+    RuleSpec("lanes", check_lanes, reference=False),
+    RuleSpec("non-finite", check_non_finite, reference=False),
+    RuleSpec("steer-launched", check_steer_launched, reference=False),
+    RuleSpec("agents", check_agents, reference=False),
+    RuleSpec("models", check_models, reference=False),
 )
 
 DIALECT: Final = Dialect(

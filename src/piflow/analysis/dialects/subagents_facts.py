@@ -7,6 +7,7 @@ dialect, whose rules never look at them, does not pay for them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -20,6 +21,8 @@ from piflow.analysis.syntax import F, K, named_items, node_text, to_expr
 from piflow.analysis.walker import DialectFacts
 
 _RUNS_TARGETS: Final = frozenset({"runs", "state"})
+KEY_GRAMMAR: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""Workflow, state, lane and stage keys (A.3)."""
 
 
 @fast_init
