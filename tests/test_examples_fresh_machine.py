@@ -1,5 +1,6 @@
 """The bundled examples on a fresh machine (no ~/.pi, no keys): `piflow check` and `piflow run` agree,
-and every pi-extensible-workflows example runs to completion on the scripted backend.
+and every pi-extensible-workflows example runs to completion on the scripted backend (the pi-subagents
+examples: tests/test_subagents_examples.py).
 
 They run in a copy of examples/ made a git repository of its own: `withWorktree` (release) creates
 worktrees and branches in the repository around the script, which must not be this one.
@@ -60,9 +61,3 @@ def test_each_example_runs_to_completion_on_the_scripted_backend(fresh: dict[str
                  *fixtures)
     final = json.loads(ran.stdout.strip().splitlines()[-1])
     assert (final["state"], final["error"]) == ("completed", None), ran.stdout + ran.stderr
-
-
-def test_the_pi_subagents_example_is_refused_at_launch_with_the_reason(fresh: dict[str, str]) -> None:
-    ran = piflow(fresh, "run", "fleet.workflow.js", "--backend", "scripted", "--json")
-    assert ran.returncode != 0
-    assert "pi-subagents workflowScript" in ran.stdout + ran.stderr

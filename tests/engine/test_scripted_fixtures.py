@@ -32,6 +32,9 @@ def test_yaml_and_json_fixtures_load(tmp_path: Path) -> None:
         ({"defaults": {"latencyMs": -1}}, "defaults.latencyMs"),
         ({"extra": 1}, "expected an object"),
         ({"responses": [{"times": 0}]}, "times must be a positive integer"),
+        ({"responses": [{"match": {"task": "["}}]}, "responses[0].match.task is not a valid regular expression"),
+        ({"responses": [{"match": {"task": "a", "prompt": "b"}}]}, "at most one of prompt and task"),
+        ({"responses": [{"match": {"lane": "api"}}]}, "match may contain only label, role, model, prompt, key"),
     ],
 )
 def test_bad_fixtures_are_config_errors(data: object, fragment: str) -> None:

@@ -16,11 +16,18 @@ from piflow.engine.resolution import resolve_agent
 from piflow.engine.worker.protocol import (
     AgentCall,
     CheckpointCall,
+    ChildrenCall,
+    EmitCall,
     FunctionCall,
+    HostCall,
+    LanesCall,
     LogCall,
     PhaseCall,
     Placement,
     Settled,
+    StateCall,
+    StatusCall,
+    SteerCall,
     TurnCall,
     WorkerCall,
 )
@@ -28,6 +35,8 @@ from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
     from piflow.engine.runs import ActiveRun
+    from piflow.engine.subagents.calls import SubagentCalls
+    from piflow.engine.subagents.host import HostSteps
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,8 @@ class CallServer:
 
     def __init__(self, run: ActiveRun) -> None:
         self.run = run
+        self._subagents: SubagentCalls | None = None
+        self._host_steps: HostSteps | None = None
         self._results: list[Settled] = []
         self._ready = anyio.Event()
 
@@ -94,7 +105,41 @@ class CallServer:
                 return await self.log(call.message)
             case FunctionCall():
                 return await self.run.call_function(self, call)
+            case ChildrenCall():
+                return await self.subagents.launch(call)
+            case SteerCall():
+                return await self.subagents.steer(call)
+            case StatusCall():
+                return await self.subagents.status(call)
+            case EmitCall():
+                return await self.subagents.emit(call)
+            case StateCall():
+                return await self.subagents.state_call(call)
+            case HostCall():
+                return await self.host_steps.call(call.key, call.params)
+            case LanesCall():
+                from piflow.engine.subagents.lanes import run_lanes
+
+                return await run_lanes(self.subagents, call.lanes)
         assert_never(call)
+
+    @property
+    def subagents(self) -> SubagentCalls:
+        """The pi-subagents side of this execution (made on its first call: only that dialect calls it)."""
+        if self._subagents is None:
+            from piflow.engine.subagents.calls import SubagentCalls
+
+            self._subagents = SubagentCalls(self.run)
+        return self._subagents
+
+    @property
+    def host_steps(self) -> HostSteps:
+        """The `runs.host` steps of this execution (their keys share the children's namespace)."""
+        if self._host_steps is None:
+            from piflow.engine.subagents.host import HostSteps
+
+            self._host_steps = HostSteps(self.run, self.subagents.children)
+        return self._host_steps
 
     async def _agent(self, call: AgentCall) -> Any:
         if not isinstance(call.prompt, str):
@@ -110,7 +155,9 @@ class CallServer:
         placement = call.placement
         cid = conversation_id(call.conversation, placement.path, call.call_site, placement.occurrence)
         path = turn_path(cid, call.turn)
-        return await self.run_agent(call.prompt, call.options or {}, OperationKind.TURN, path, placement, cid)
+        return await self.run_agent(
+            call.prompt, call.options or {}, OperationKind.TURN, path, placement, cid, turn=call.turn
+        )
 
     async def run_agent(
         self,
@@ -120,6 +167,7 @@ class CallServer:
         path: str,
         placement: Placement,
         conversation: str | None,
+        turn: int = 0,
     ) -> Any:
         """An agent or conversation turn: its journaled value on replay, else a new agent run to a value."""
         run = self.run
@@ -138,6 +186,7 @@ class CallServer:
                 list(placement.path),
                 placement.worktree_owner,
                 conversation,
+                turn,
             )
             return await runner.execute()
         finally:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from functools import lru_cache
 from typing import Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from piflow.errors import WorkflowError
 
@@ -21,6 +21,11 @@ class OperationKind(StrEnum):
     TURN = "turn"
     FUNCTION = "function"
     CHECKPOINT = "checkpoint"
+    HOST = "host"
+    CHILD = "child"
+    EMIT = "emit"
+    STATE = "state"
+    STEER = "steer"
 
 _CALL_SITE: Final = re.compile(r"callsite%3A(\d+)%3A(\d+)")
 
@@ -55,8 +60,23 @@ def call_site_of(journal_path: str) -> tuple[int, int] | None:
     return None
 
 
+def workflow_key_of(journal_path: str) -> str | None:
+    """The workflow key a pi-subagents child's journal path names (`child_path`); None for other paths.
+
+    Children have no call site in their path (their key is their identity, spec A.3): an editor
+    finds the call by the key, which survives edits that move the call.
+    """
+    kind, _, key = journal_path.partition("/")
+    return unquote(key) if kind == "child" and key and "/" not in key else None
+
+
 def conversation_id(name: str, path: Sequence[str], call_site: str, occurrence: int) -> str:
     return structural_path("conversation", name, *path, f"callsite:{call_site}", f"occurrence:{occurrence}")
+
+
+def conversation_name(conversation: str) -> str:
+    """The script's name of a conversation, from its id (`conversation_id`)."""
+    return unquote(conversation.split("/")[1])
 
 
 def turn_path(conversation: str, turn: int) -> str:
@@ -69,6 +89,16 @@ def checkpoint_path(label: str) -> str:
 
 def function_path(path: Sequence[str], name: str, occurrence: int) -> str:
     return structural_path("function", *path, name, str(occurrence))
+
+
+def host_path(key: str) -> str:
+    """A pi-subagents `runs.host` step: its workflow key is its identity (spec A.3)."""
+    return structural_path("host", key)
+
+
+def child_path(key: str) -> str:
+    """A pi-subagents child: its workflow key is its identity (spec A.3), as for host steps."""
+    return structural_path("child", key)
 
 
 def decision_path(proposal_id: str) -> str:

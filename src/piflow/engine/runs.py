@@ -342,7 +342,8 @@ class ActiveRun:
         try:
             async with anyio.create_task_group() as tasks:
                 await worker.start(body=self.body, args=self.snapshot.get("args"),
-                                   functions=sorted(self.extensions.functions), variables=variables)
+                                   functions=sorted(self.extensions.functions), variables=variables,
+                                   dialect=self.snapshot.get("dialect"))
                 tasks.start_soon(server.flush_forever, worker.settle)
                 tasks.start_soon(self.write_forever)
                 async for call in worker.calls():

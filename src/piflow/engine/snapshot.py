@@ -49,11 +49,11 @@ def build_snapshot(
 ) -> dict[str, Any]:
     """Validate the launch (B.2) and pin everything a resume must see unchanged."""
     if request.script and detect_dialect(request.script.encode()).name == subagents.NAME:
-        raise WorkflowError(
-            "MISSING_WORKFLOW",
-            "runs.* (a pi-subagents workflowScript): piflow checks these scripts but its engine runs only "
-            "pi-extensible-workflows scripts; run this one with pi-subagents",
-        )
+        from piflow.engine.subagents.launch import subagents_snapshot
+
+        snapshot = subagents_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
+                                      backend=backend, args=_check_args(request.args))
+        return {**snapshot, "identityVersion": IDENTITY_VERSION}
     params: dict[str, Any] = {"name": name}
     if request.workflow is not None:
         params["workflow"] = request.workflow
@@ -110,6 +110,11 @@ def check_cold_resume(snapshot: dict[str, Any], env: LaunchEnvironment) -> tuple
     """The F.3 checks; returns the snapshot re-pinned to the current aliases and a drift warning."""
     if snapshot.get("identityVersion") != IDENTITY_VERSION:
         raise _incompatible("Workflow launch snapshot identity version is incompatible")
+    if snapshot.get("dialect") == subagents.NAME:
+        from piflow.engine.subagents.launch import check_subagents_resume
+
+        check_subagents_resume(snapshot, env)
+        return snapshot, None
     roles = snapshot.get("roles")
     if not isinstance(roles, dict):
         raise _incompatible("Workflow role definitions are missing from the launch snapshot")

@@ -24,10 +24,25 @@ class RoutingBackend:
     def __init__(self, default: AgentBackend, by_provider: Mapping[str, AgentBackend]) -> None:
         self.default = default
         self.by_provider = dict(by_provider)
+        self._attempts: dict[str, AgentBackend] = {}
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         backend = self.by_provider.get(request.model.provider, self.default)
-        return await backend.run_attempt(request, control)
+        self._attempts[request.agent_id] = backend
+        try:
+            return await backend.run_attempt(request, control)
+        finally:
+            self._attempts.pop(request.agent_id, None)
+
+    async def steer(self, agent_id: str, message: str, mode: str) -> str:
+        """Steer through the backend running that agent's attempt (`runs.steer`)."""
+        backend = self._attempts.get(agent_id)
+        steer = getattr(backend, "steer", None)
+        if steer is None:
+            name = getattr(backend, "name", "agent")
+            raise WorkflowError("AGENT_FAILED", f"The {name} backend cannot steer a running child.")
+        state: str = await steer(agent_id, message, mode)
+        return state
 
 
 def _single(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path) -> AgentBackend:

@@ -44,6 +44,8 @@ class AttemptRequest:
     options: dict[str, Any] = field(default_factory=dict)
     conversation: str | None = None
     """The conversation id when this attempt is a conversation turn (continues its session)."""
+    turn: int = 0
+    """The turn number (1 for a conversation's first) when `conversation` is set."""
 
 
 class AttemptControl(Protocol):
@@ -67,6 +69,16 @@ class AttemptControl(Protocol):
     def transcript(self, path: str, session_id: str | None = None) -> None:
         """Record where this attempt's native transcript lives."""
 
+    def conversation_state(self) -> dict[str, Any] | None:
+        """What the backend saved after this conversation's previous turn, from the run store.
+
+        None on a first turn, and when a later turn finds nothing saved (the run then gets a
+        warning saying so; the backend fails the turn rather than silently start over).
+        """
+
+    def save_conversation_state(self, state: dict[str, Any]) -> None:
+        """Keep `state` as the conversation's head; it is stored with this turn's journaled result."""
+
 
 class ProviderRateLimited(Exception):
     """The provider asked us to slow down: the run pauses and the same attempt is retried."""
@@ -81,4 +93,15 @@ class AgentBackend(Protocol):
         Raise WorkflowError for failures with a spec code (AGENT_FAILED, RESULT_INVALID, ...),
         ProviderRateLimited for rate limits. Cancellation arrives as anyio cancellation.
         """
+        ...
+
+
+class SteerableBackend(Protocol):
+    """A backend that can deliver a message to a running attempt (pi-subagents `runs.steer`).
+
+    Optional: the engine looks for `steer` on the run's backend and answers `failed` without it.
+    """
+
+    async def steer(self, agent_id: str, message: str, mode: str) -> str:
+        """Deliver `message` to the running attempt of `agent_id`; `delivered` or `queued` (spec A.8)."""
         ...

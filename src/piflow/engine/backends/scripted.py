@@ -17,7 +17,8 @@ from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_tex
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.errors import ERROR_CODES, WorkflowError
 
-_MATCH_KEYS = frozenset({"label", "role", "model", "prompt"})
+_MATCH_KEYS = frozenset({"label", "role", "model", "prompt", "key", "agent", "task"})
+"""`key`, `agent` and `task` name a pi-subagents child (its workflow key, agent and task pattern)."""
 _RULE_KEYS = frozenset({"match", "text", "json", "fail", "times", "latencyMs", "tokens", "costUsd"})
 _DEFAULT_KEYS = frozenset({"latencyMs", "tokens", "costUsd"})
 
@@ -80,7 +81,9 @@ class Fixtures:
                 raise bad(f"{where} may contain only {', '.join(sorted(_RULE_KEYS))}")
             match = rule.get("match") or {}
             if not isinstance(match, dict) or set(match) - _MATCH_KEYS:
-                raise bad(f"{where}.match may contain only label, role, model and prompt")
+                raise bad(f"{where}.match may contain only label, role, model, prompt, key, agent and task")
+            if "prompt" in match and "task" in match:
+                raise bad(f"{where}.match must give at most one of prompt and task (both match the task)")
             if sum(key in rule for key in ("text", "json", "fail")) > 1:
                 raise bad(f"{where} must give at most one of text, json and fail")
             fail = rule.get("fail")
@@ -90,9 +93,10 @@ class Fixtures:
             ):
                 raise bad(f"{where}.fail must be {{code, message}} with a workflow error code")
             try:
-                pattern = re.compile(match["prompt"]) if "prompt" in match else None
+                pattern_key = "task" if "task" in match else "prompt"
+                pattern = re.compile(match[pattern_key]) if pattern_key in match else None
             except re.error as exc:
-                raise bad(f"{where}.match.prompt is not a valid regular expression: {exc}") from None
+                raise bad(f"{where}.match.{pattern_key} is not a valid regular expression: {exc}") from None
             times = rule.get("times")
             if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
                 raise bad(f"{where}.times must be a positive integer")
@@ -135,6 +139,10 @@ def _matches(rule: _Rule, request: AttemptRequest) -> bool:
     if "role" in match and match["role"] != request.role:
         return False
     if "model" in match and match["model"] not in (request.model.name, str(request.model)):
+        return False
+    if "key" in match and match["key"] != request.options.get("key"):
+        return False
+    if "agent" in match and match["agent"] != request.options.get("agent"):
         return False
     return rule.prompt_pattern is None or rule.prompt_pattern.search(request.task) is not None
 
@@ -188,6 +196,13 @@ class ScriptedBackend:
 
     def __init__(self, fixtures: Fixtures | None = None) -> None:
         self.fixtures = fixtures or Fixtures()
+        self.steered: list[tuple[str, str, str]] = []
+        """`(agent id, message, mode)` of every steer delivered (`runs.steer`), for dry runs and tests."""
+
+    async def steer(self, agent_id: str, message: str, mode: str) -> str:
+        """Record the message: a scripted attempt's answer is fixed, so delivering is all there is to do."""
+        self.steered.append((agent_id, message, mode))
+        return "delivered"
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         answer = self.fixtures.answer_for(request)

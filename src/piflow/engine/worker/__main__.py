@@ -145,8 +145,11 @@ def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
         raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
     runtime = ScriptRuntime(heap_limit)
     heartbeat.runtime = runtime
-    runtime.compile(start["body"])
-    lines = runtime.launch(start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}))
+    dialect = start.get("dialect") if isinstance(start.get("dialect"), str) else None
+    runtime.compile(start["body"], dialect)
+    lines = runtime.launch(
+        start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}), dialect
+    )
     outstanding: set[int] = set()
     while True:
         finished = False

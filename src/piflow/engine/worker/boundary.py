@@ -20,10 +20,18 @@ from piflow.engine.worker.protocol import (
     SURROGATE,
     AgentCall,
     CheckpointCall,
+    ChildItem,
+    ChildrenCall,
+    EmitCall,
     FunctionCall,
+    HostCall,
+    LanesCall,
     LogCall,
     PhaseCall,
     Placement,
+    StateCall,
+    StatusCall,
+    SteerCall,
     TurnCall,
     WorkerCall,
     well_formed,
@@ -134,6 +142,37 @@ def _function(call_id: int, message: Mapping[str, Any]) -> FunctionCall | None:
     return FunctionCall(call_id, name, message.get("input"), placement)
 
 
+def _children(call_id: int, message: Mapping[str, Any]) -> ChildrenCall | None:
+    items, batch = message.get("items"), message.get("batch")
+    if not isinstance(items, list) or not isinstance(batch, bool):
+        return None
+    admitted = [ChildItem(item["key"], item.get("params")) for item in items
+                if isinstance(item, dict) and _is_str(item.get("key"))]
+    return ChildrenCall(call_id, tuple(admitted), batch) if len(admitted) == len(items) else None
+
+
+def _steer(call_id: int, message: Mapping[str, Any]) -> SteerCall | None:
+    key, text = message.get("key"), message.get("message")
+    return SteerCall(call_id, key, text, message.get("options")) if _is_str(key) and _is_str(text) else None
+
+
+def _status(call_id: int, message: Mapping[str, Any]) -> StatusCall | None:
+    target = message.get("target")
+    return StatusCall(call_id, target) if _is_str(target) else None
+
+
+def _console(call_id: int, message: Mapping[str, Any]) -> EmitCall | None:
+    level, text = message.get("level"), message.get("text")
+    return EmitCall(call_id, text, level) if _is_str(level) and _is_str(text) else None
+
+
+def _state(call_id: int, message: Mapping[str, Any]) -> StateCall | None:
+    action, key = message.get("action"), message.get("key")
+    if action not in ("get", "set") or not _is_str(key):
+        return None
+    return StateCall(call_id, str(action), key, message.get("value"))
+
+
 _SHAPES: Final[dict[str, tuple[Callable[[int, Mapping[str, Any]], WorkerCall | None], dict[str, str], str]]] = {
     # op: (the typed call, or None when its fixed fields are malformed; fields carrying script
     # values and their names; what the script called)
@@ -143,6 +182,15 @@ _SHAPES: Final[dict[str, tuple[Callable[[int, Mapping[str, Any]], WorkerCall | N
     "phase": (lambda call_id, message: PhaseCall(call_id, message.get("name")), {"name": "name"}, "phase"),
     "log": (lambda call_id, message: LogCall(call_id, message.get("message")), {"message": "message"}, "log"),
     "function": (_function, {"input": "input"}, "function"),
+    "children": (_children, {"items": "params"}, "runs.run"),
+    "steer": (_steer, {"message": "message", "options": "options"}, "runs.steer"),
+    "status": (_status, {"target": "target"}, "runs.status"),
+    "emit": (lambda call_id, message: EmitCall(call_id, message.get("value")), {"value": "value"}, "emit"),
+    "console": (_console, {"text": "text"}, "console"),
+    "state": (_state, {"key": "key", "value": "value"}, "state.set"),
+    "host": (lambda call_id, message: HostCall(call_id, message.get("key"), message.get("params")),
+             {"key": "key", "params": "params"}, "runs.host"),
+    "lanes": (lambda call_id, message: LanesCall(call_id, message.get("lanes")), {"lanes": "lanes"}, "runs.lanes"),
 }
 
 

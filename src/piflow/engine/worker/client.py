@@ -12,6 +12,10 @@ Messages the worker sends (one JSON object per line, ids increasing in script ca
 * `{"t":"call","id":N,"op":"phase","name":V}`, `{"t":"call","id":N,"op":"log","message":V}`;
 * `{"t":"call","id":N,"op":"function","name":F,"input":V,"identity":{"path":[...],"occurrence":n,
   "worktreeOwner":str|null}}`;
+* pi-subagents scripts (SUBAGENTS_SPEC A): `{"t":"call","id":N,"op":"children","items":[{key,params}],
+  "batch":bool}`, `{"op":"steer","key":K,"message":M,"options":O}`, `{"op":"status","target":T}`,
+  `{"op":"emit","value":V}`, `{"op":"console","level":L,"text":T}`, `{"op":"state","action":"get"|"set",
+  "key":K,"value"?:V}` (each with `"t":"call","id":N`);
 * `{"t":"done","ok":true,"value":V}` or `{"t":"done","ok":false,"error":{code,message,failedAt?,authored}}`.
 
 Values a script passes go through `JSON.stringify` (functions and `undefined` members vanish, an
@@ -109,12 +113,18 @@ class WorkerProcess:
         args: Any = None,
         functions: Sequence[str] = (),
         variables: Mapping[str, Any] | None = None,
+        dialect: str | None = None,
     ) -> None:
-        """Spawn the worker and hand it the script; args must be JSON of at most 10 MiB (spec A.1)."""
+        """Spawn the worker and hand it the script; args must be JSON of at most 10 MiB (spec A.1).
+
+        `dialect` "pi-subagents" runs the body as that dialect's script (`runtime.SUBAGENTS_DIALECT`).
+        """
         if self._process is not None:
             raise RuntimeError("WorkerProcess.start() called twice")
         start = {"t": "start", "body": body, "args": args, "functions": list(functions)}
         start["variables"] = dict(variables or {})
+        if dialect is not None:
+            start["dialect"] = dialect
         try:
             args_size = len(encode(args)) - 1
             encoded_start = encode(start)

@@ -185,3 +185,74 @@ def _for_await(node: Node, edits: list[Edit]) -> None:
     else:
         edits.append(_opening(body.start_byte, body.end_byte, "{" + restore, _AROUND))
         edits.append(_closing(body.end_byte, body.start_byte, "}", _AROUND))
+
+
+# -- the pi-subagents dialect ----------------------------------------------------------------------
+
+OBSERVE_NAME: Final = "__pi_extensible_workflows_observe"
+"""Parameter of a pi-subagents body: marks the `runs.*` launches a promise carries as observed."""
+
+_SUBAGENTS_REWRITES: Final = Query(
+    LANGUAGE,
+    """
+    (call_expression) @call
+    (await_expression) @await
+    (return_statement) @return
+    """,
+)
+_FUNCTIONS: Final = frozenset({
+    "function_declaration", "function_expression", "function", "arrow_function", "method_definition",
+    "generator_function", "generator_function_declaration", "class_static_block",
+})
+
+
+def instrument_subagents(body: str) -> str:
+    """A pi-subagents body (SUBAGENTS_SPEC A.2) as a sloppy-mode async arrow taking `OBSERVE_NAME`.
+
+    QuickJS has no promise hooks: `await x` becomes `await observe(x)` and a top-level `return x`
+    becomes `return observe(x)`, so the runtime sees which `runs.*` promises the script observes.
+    Other observation (chaining, `Promise.all`) the runtime sees through `then`.
+    """
+    data = body.encode("utf-8", "surrogatepass")
+    root = Parser(LANGUAGE).parse(data).root_node
+    if root.has_error:
+        raise _syntax_error(root, TextIndex(body, data))
+    edits: list[Edit] = []
+    for _pattern, captures in QueryCursor(_SUBAGENTS_REWRITES).matches(root):
+        if "call" in captures:
+            node = captures["call"][0]
+            operand = await_operand(node)
+            if operand is not None:  # `await (x)...` read as a call of `await`
+                _observe(edits, operand.start_byte, awaited_expression(node).end_byte)
+        elif "await" in captures:
+            node = captures["await"][0]
+            operand = node.named_children[-1] if node.named_children else None
+            if operand is not None:
+                _observe(edits, operand.start_byte, operand.end_byte)
+        else:
+            node = captures["return"][0]
+            value = next((child for child in node.named_children if child.type != "comment"), None)
+            if value is not None and not _in_function(node):
+                _observe(edits, value.start_byte, value.end_byte)
+    out: list[bytes] = []
+    cursor = 0
+    for position, _phase, _order, _tie, end, text in sorted(edits):
+        out.append(data[cursor:position])
+        out.append(text.encode())
+        cursor = max(cursor, end)
+    out.append(data[cursor:])
+    return f"async ({OBSERVE_NAME}) => {{" + b"".join(out).decode("utf-8", "surrogatepass") + "\n}"
+
+
+def _observe(edits: list[Edit], start: int, end: int) -> None:
+    edits.append(_opening(start, end, f"{OBSERVE_NAME}("))
+    edits.append(_closing(end, start, ")"))
+
+
+def _in_function(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in _FUNCTIONS:
+            return True
+        parent = parent.parent
+    return False

@@ -135,10 +135,12 @@
     current = context;
     return value;
   };
+  let thenHook = null; // the pi-subagents dialect's launch tracking (see its section), else null
   const bound = (context, callback) =>
     typeof callback === "function" ? function (value) { return within(context, callback, [value]); } : callback;
   defineProperty(NativePromise.prototype, "then", {
     value: function then(onFulfilled, onRejected) {
+      if (thenHook !== null) return apply(thenHook, this, [onFulfilled, onRejected]);
       const context = current;
       return apply(promiseThen, this, [bound(context, onFulfilled), bound(context, onRejected)]);
     },
@@ -538,6 +540,432 @@
     });
   };
 
+  // ======================================================== pi-subagents dialect (workflowScript) ===
+  // `runs`, `emit`, `console` and `state` of a pi-subagents script (SUBAGENTS_SPEC A.2–A.9), installed
+  // instead of the globals above when the launch names this dialect. The worker checks what the spec
+  // says the worker throws synchronously (key grammar, key reuse, params shape, JSON boundary); the
+  // host validates agents and limits and runs the children. `runs.lanes` and `runs.host` are hooks:
+  // `subagentHooks.lanes` / `subagentHooks.host` (a JavaScript implementation on top of `runs`).
+  const SUBAGENTS = "pi-subagents";
+  const NativeRegExp = RegExp;
+  const NativeProxy = Proxy;
+  const reflectGet = Reflect.get;
+  const KEY_GRAMMAR = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+  const LEGACY_FIELDS = ["action", "workflowScript", "tasks", "chain", "parallel", "concurrency", "chainDir",
+    "globalConcurrencyLimit", "maxSubagentSpawnsPerRun"];
+  const STEER_MODES = ["steer", "follow_up", "auto"];
+  const STEER_FIELDS = ["mode", "index", "ackTimeoutMs"];
+  const STATE_LIMIT = 256 * 1024;
+  const subagentFailure = (message) => workError("INVALID_METADATA", message);
+  const isInteger = Number.isInteger;
+  const isPlainRecord = (value) => Boolean(value) && typeof value === "object" && !isArray(value);
+
+  // The JSON boundary (A.2): the first value that is not plain JSON, as `{path, type}` (`type` is
+  // "non-finite" for NaN/±Infinity), or null. `path` uses `.name` and `[i]` from the given root.
+  const jsonProblem = (value, path, seen, allowUndefined = false) => {
+    const kind = typeof value;
+    if (value === null || (allowUndefined && value === undefined) || kind === "string" || kind === "boolean") return null;
+    if (kind === "number") return isFiniteNumber(value) ? null : { path, type: "non-finite" };
+    if (kind !== "object") return { path, type: kind };
+    if (value instanceof NativeRegExp) return { path, type: "regular expression" };
+    if (seen.has(value)) return { path, type: "cyclic value" };
+    seen.add(value);
+    try {
+      if (isArray(value)) {
+        for (let index = 0; index < value.length; index += 1) {
+          if (!hasOwn(value, index)) {
+            if (allowUndefined) continue;
+            return { path: path + "[" + index + "]", type: "sparse array hole" };
+          }
+          const inner = jsonProblem(value[index], path + "[" + index + "]", seen, allowUndefined);
+          if (inner !== null) return inner;
+        }
+        return null;
+      }
+      for (const key of ownKeys(value)) {
+        if (typeof key === "symbol") return { path, type: "symbol key" };
+        const inner = jsonProblem(value[key], path === "" ? key : path + "." + key, seen, allowUndefined);
+        if (inner !== null) return inner;
+      }
+      return null;
+    } finally {
+      seen.delete(value);
+    }
+  };
+  // `what must be a JSON value; received <type>.` or `what must contain only finite JSON numbers.`
+  const requireJson = (value, what) => {
+    const problem = jsonProblem(value, "", new Set());
+    if (problem === null) return;
+    const where = problem.path === "" ? what : what + "." + problem.path;
+    if (problem.type === "non-finite") throw subagentFailure(where + " must contain only finite JSON numbers.");
+    throw subagentFailure(where + " must be a JSON value; received " + problem.type + ".");
+  };
+  // Canonical JSON (sorted keys): the "same params" of key reuse (A.3).
+  const canonical = (value) => {
+    if (isArray(value)) {
+      let text = "[";
+      for (let index = 0; index < value.length; index += 1) text += (index ? "," : "") + canonical(value[index]);
+      return text + "]";
+    }
+    if (value && typeof value === "object") {
+      const names = objectKeys(value).sort();
+      let text = "{";
+      for (let index = 0; index < names.length; index += 1) {
+        text += (index ? "," : "") + stringify(names[index]) + ":" + canonical(value[names[index]]);
+      }
+      return text + "}";
+    }
+    return stringify(value);
+  };
+
+  // The observation rule (A.2). QuickJS has no promise hooks, so launches are tracked by hand: a
+  // launch's promise carries its record; `then` (and so Promise.all/race, `return`, chaining)
+  // hands the records on to the derived promise, and a promise counts as observed when the script
+  // awaits it (`await` is instrumented to call `observe`) or the body returns it.
+  const carried = new WeakMap();
+  const launches = [];
+  const track = (promise, records) => {
+    if (records.length) carried.set(promise, records);
+    return promise;
+  };
+  const observe = (value) => {
+    const records = value !== null && typeof value === "object" ? carried.get(value) : undefined;
+    if (records !== undefined) for (let index = 0; index < records.length; index += 1) records[index].observed = true;
+    return value;
+  };
+  const carryingThen = function then(onFulfilled, onRejected) {
+    const records = carried.get(this);
+    if (records === undefined) return apply(promiseThen, this, [onFulfilled, onRejected]);
+    // A callback that returns a tracked promise hands its records on as well.
+    const derived = [...records];
+    const adopt = (callback) => (typeof callback === "function"
+      ? function (value) {
+        const next = apply(callback, undefined, [value]);
+        const more = next !== null && typeof next === "object" ? carried.get(next) : undefined;
+        if (more !== undefined) for (let index = 0; index < more.length; index += 1) derived.push(more[index]);
+        return next;
+      }
+      : callback);
+    return track(apply(promiseThen, this, [adopt(onFulfilled), adopt(onRejected)]), derived);
+  };
+  // Promise.all/allSettled/race/any of tracked promises carry the records of every member.
+  const wrapCombinator = (name) => {
+    const original = NativePromise[name];
+    defineProperty(NativePromise, name, {
+      value: function (iterable) {
+        const members = [];
+        const items = [];
+        for (const item of iterable) {
+          items[items.length] = item;
+          const records = item !== null && typeof item === "object" ? carried.get(item) : undefined;
+          if (records !== undefined) for (let index = 0; index < records.length; index += 1) members.push(records[index]);
+        }
+        return track(apply(original, this, [items]), members);
+      },
+      writable: true, enumerable: false, configurable: true,
+    });
+  };
+  const unobservedFailure = () => {
+    const kinds = [["run", "runs.run launch(es)",
+      ". For ordinary parallel fanout use await runs.all([{key, agent, task}, ...]); do not read .output from unawaited launches."],
+      ["steer", "runs.steer call(s)", ". Await or return each call."],
+      ["host", "runs.host call(s)", ". Await or return each call."]];
+    for (const [kind, noun, advice] of kinds) {
+      const keys = [];
+      for (const record of launches) if (record.kind === kind && !record.observed && !keys.includes(record.key)) keys.push(record.key);
+      if (keys.length) {
+        return subagentFailure("workflowScript completed with unawaited " + noun + ": "
+          + keys.map((key) => "'" + key + "'").join(", ") + advice);
+      }
+    }
+    return null;
+  };
+
+  // Keys (A.3): one result lane each; the same params reuse the invocation, others are an error.
+  const invocations = new Map();
+  const requireKey = (key, label) => {
+    if (typeof key !== "string" || !KEY_GRAMMAR.test(key)) throw subagentFailure(label + " has an invalid key.");
+  };
+  const checkChildParams = (params, label) => {
+    if (!isPlainRecord(params)) throw subagentFailure(label + " params must be an object.");
+    for (const field of LEGACY_FIELDS) {
+      if (hasOwn(params, field)) {
+        throw subagentFailure("runs.run accepts one child via { agent, task } and execution controls only; use runs.all(...) and JavaScript control flow for orchestration.");
+      }
+    }
+    if (hasOwn(params, "clarify")) throw subagentFailure(label + " does not support clarify UI.");
+    if (hasOwn(params, "worktree") && typeof params.worktree !== "boolean") throw subagentFailure(label + " worktree must be true or false.");
+    if (hasOwn(params, "gate") && hasOwn(params, "acceptance")) {
+      throw subagentFailure(label + " gate cannot be combined with acceptance; use one gate command or acceptance.verify.");
+    }
+    const resuming = hasOwn(params, "resume") && params.resume !== undefined;
+    if (resuming && hasOwn(params, "gate")) throw subagentFailure(label + " gate is not supported with retained resume.");
+    if (resuming && hasOwn(params, "agent")) throw subagentFailure(label + " resume and agent are mutually exclusive.");
+    if (resuming && (typeof params.task !== "string" || !params.task.trim())) {
+      throw subagentFailure(label + " resume requires a non-empty task follow-up.");
+    }
+    if (resuming && isPlainRecord(params.resume)) {
+      const fields = objectKeys(params.resume);
+      if (fields.some((field) => field !== "workflowRunId" && field !== "key" && field !== "latest")) {
+        throw subagentFailure("runs.run keyed resume contains unsupported fields.");
+      }
+      if (params.resume.latest !== true) throw subagentFailure("runs.run keyed resume requires latest: true.");
+    }
+    requireJson(params, label + " params");
+  };
+  // An earlier invocation of `key` with the same params, or null; throws on different params.
+  const reuse = (key, text) => {
+    const earlier = invocations.get(key);
+    if (earlier === undefined) return null;
+    if (earlier.text !== text) throw subagentFailure("Duplicate workflow key '" + key + "' used with incompatible launch params.");
+    return earlier;
+  };
+
+  // The keyed-access guard of a runs.all result (A.5): an ordered array, not a key map.
+  const orderedResults = (results, keys) => new NativeProxy(results, {
+    get(target, property, receiver) {
+      if (typeof property === "string" && keys.includes(property) && !(property in target)) {
+        throw subagentFailure("Cannot read runs.all result property '" + property + "'. runs.all resolves to an ordered array, not a key map. Use results[0], destructuring, or results.map(...).");
+      }
+      return reflectGet(target, property, receiver);
+    },
+  });
+
+  const childCall = (items, batch) => call("children", ',"items":' + json(items) + ',"batch":' + (batch ? "true" : "false"));
+  const runChild = (key, params) => {
+    requireKey(key, "runs.run");
+    checkChildParams(params, "runs.run");
+    const text = canonical(params);
+    const earlier = reuse(key, text);
+    if (earlier !== null) return earlier.promise;
+    const record = { kind: "run", key, observed: false };
+    launches.push(record);
+    const promise = track(after(childCall([{ key, params }], false), (results) => results[0]), [record]);
+    invocations.set(key, { text, promise });
+    return promise;
+  };
+  const runAll = (items) => {
+    if (!isArray(items)) throw subagentFailure("runs.all(items) requires an array.");
+    const batch = [];
+    const seen = new Map();
+    for (let index = 0; index < items.length; index += 1) {
+      const label = "runs.all item " + index;
+      const item = items[index];
+      if (!isPlainRecord(item)) throw subagentFailure(label + " must be an object.");
+      requireKey(item.key, label);
+      const params = {};
+      for (const field of objectKeys(item)) if (field !== "key") params[field] = item[field];
+      checkChildParams(params, label);
+      const text = canonical(params);
+      if (seen.has(item.key) && seen.get(item.key) !== text) {
+        throw subagentFailure("Duplicate workflow key '" + item.key + "' used with incompatible launch params.");
+      }
+      seen.set(item.key, text);
+      reuse(item.key, text);
+      batch.push({ key: item.key, params, text });
+    }
+    const sent = childCall(batch.map(({ key, params }) => ({ key, params })), true);
+    for (const { key, text } of batch) {
+      if (!invocations.has(key)) {
+        const index = batch.findIndex((entry) => entry.key === key);
+        invocations.set(key, { text, promise: after(sent, (results) => results[index]) });
+      }
+    }
+    return after(sent, (results) => orderedResults(results, batch.map((entry) => entry.key)));
+  };
+  const steer = (key, message, options) => {
+    if (typeof key !== "string" || !KEY_GRAMMAR.test(key)) throw subagentFailure("runs.steer has an invalid key.");
+    if (typeof message !== "string" || !message.trim()) throw subagentFailure("runs.steer message must be a non-empty string.");
+    const given = options === undefined ? {} : options;
+    if (!isPlainRecord(given)) throw subagentFailure("runs.steer options must be an object.");
+    for (const field of objectKeys(given)) {
+      if (!STEER_FIELDS.includes(field)) throw subagentFailure("runs.steer options contain unsupported field '" + field + "'.");
+    }
+    if (hasOwn(given, "mode") && !STEER_MODES.includes(given.mode)) throw subagentFailure("runs.steer mode must be 'steer', 'follow_up', or 'auto'.");
+    if (hasOwn(given, "index") && !(isInteger(given.index) && given.index >= 0 && given.index <= 1000000)) {
+      throw subagentFailure("runs.steer index must be an integer between 0 and 1000000.");
+    }
+    if (hasOwn(given, "ackTimeoutMs") && !(isInteger(given.ackTimeoutMs) && given.ackTimeoutMs > 0)) {
+      throw subagentFailure("runs.steer ackTimeoutMs must be a positive integer.");
+    }
+    if (!invocations.has(key)) throw subagentFailure("runs.steer('" + key + "') requires a prior runs.run/runs.all launch with that key.");
+    const record = { kind: "steer", key, observed: false };
+    launches.push(record);
+    return track(call("steer", ',"key":' + stringify(key) + ',"message":' + stringify(message) + ',"options":' + json(given)), [record]);
+  };
+  const status = (target) => {
+    if (typeof target !== "string" || !target) throw subagentFailure("runs.status requires a workflow key or run id.");
+    return call("status", ',"target":' + stringify(target));
+  };
+  const ref = (result) => {
+    if (!isPlainRecord(result) || typeof result.key !== "string") throw subagentFailure("runs.ref requires a child result.");
+    const id = typeof result.runId === "string" ? result.runId.slice(0, 8) : "none";
+    return "[run " + result.key + "; id=" + id + "]";
+  };
+  const refs = (results) => {
+    if (!isArray(results)) throw subagentFailure("runs.refs requires an array of child results.");
+    return results.map(ref).join("\n");
+  };
+  // Hooks for `runs.lanes` and `runs.host`: an implementation receives {runs, invocations, track,
+  // launches, call, requireKey, checkChildParams, requireJson, subagentFailure} and returns the method.
+  const subagentHooks = { lanes: null, host: null };
+  const unavailable = (name) => () => { throw subagentFailure(name + " is unavailable in this host context."); };
+
+  // runs.host (A.7): the host validates the key and params, enforces the key namespace and the limit,
+  // and runs the command (engine/subagents/host.py); the worker tracks observation and reserves the
+  // key, so a later runs.run with it is a key-reuse error.
+  const RESERVED = "\u0000reserved";
+  subagentHooks.host = (tools) => (key, params) => {
+    if (typeof key === "string" && isPlainRecord(params)) tools.requireJson(params, "runs.host('" + key + "') params");
+    const record = { kind: "host", key: typeof key === "string" ? key : String(key), observed: false };
+    const sent = tools.call("host", ',"key":' + json(key === undefined ? null : key) + ',"params":'
+      + json(params === undefined ? null : params));
+    tools.launches.push(record);
+    if (typeof key === "string" && !tools.invocations.has(key)) tools.invocations.set(key, { text: RESERVED, promise: sent });
+    return tools.track(sent, [record]);
+  };
+
+  // runs.lanes (A.6): the whole structure is checked here, before anything launches, with the
+  // reference's messages; the host (engine/subagents/lanes.py) runs the first stages as one batch,
+  // sequences each lane and returns the board.
+  const laneKey = (value, owner) => {
+    if (typeof value !== "string" || !KEY_GRAMMAR.test(value)) {
+      throw subagentFailure(owner + " key must be 1-128 characters using letters, numbers, '.', '_' or '-', and start with a letter or number.");
+    }
+    return value;
+  };
+  subagentHooks.lanes = (tools) => (lanes) => {
+    if (!isArray(lanes)) throw subagentFailure("runs.lanes(lanes) requires an array.");
+    if (lanes.length === 0) throw subagentFailure("runs.lanes(lanes) requires at least one lane.");
+    if (lanes.length > 32) throw subagentFailure("runs.lanes supports at most 32 lanes.");
+    tools.requireJson(lanes, "runs.lanes lanes");
+    if (utf8Length(canonical(lanes)) > 64 * 1024) throw subagentFailure("runs.lanes canonical JSON exceeds 64 KiB.");
+    const generated = [];
+    const plan = [];
+    let total = 0;
+    for (let laneIndex = 0; laneIndex < lanes.length; laneIndex += 1) {
+      const lane = lanes[laneIndex];
+      const laneLabel = "runs.lanes lane " + laneIndex;
+      if (!isPlainRecord(lane)) throw subagentFailure(laneLabel + " must be an object.");
+      if (objectKeys(lane).some((field) => field !== "key" && field !== "stages")) throw subagentFailure(laneLabel + " contains unsupported fields.");
+      laneKey(lane.key, laneLabel);
+      if (!isArray(lane.stages) || lane.stages.length === 0) throw subagentFailure(laneLabel + " stages must contain at least one stage.");
+      if (lane.stages.length > 16) throw subagentFailure(laneLabel + " supports at most 16 stages.");
+      const stageKeys = [];
+      const stages = [];
+      for (let stageIndex = 0; stageIndex < lane.stages.length; stageIndex += 1) {
+        total += 1;
+        if (total > 64) throw subagentFailure("runs.lanes supports at most 64 total stages.");
+        const stage = lane.stages[stageIndex];
+        const label = laneLabel + " stage " + stageIndex;
+        if (!isPlainRecord(stage)) throw subagentFailure(label + " must be an object.");
+        laneKey(stage.key, label);
+        if (stageKeys.includes(stage.key)) throw subagentFailure(laneLabel + " contains duplicate stage key '" + stage.key + "'.");
+        stageKeys.push(stage.key);
+        const child = laneKey(lane.key + "." + stage.key, label + " generated");
+        if (generated.includes(child)) throw subagentFailure("runs.lanes generated child key '" + child + "' is duplicated.");
+        generated.push(child);
+        const resume = stage.resume;
+        if (resume !== undefined && resume !== "previous") {
+          if (stageIndex === 0 && typeof resume === "string") {
+            throw subagentFailure(label + " cannot resume a retained run id in runs.lanes; use runs.run(key, { resume: id }) outside lanes, or start the lane with an agent stage and use resume: \"previous\" later.");
+          }
+          throw subagentFailure(label + " resume must be 'previous'.");
+        }
+        if (stageIndex === 0 && resume === "previous") throw subagentFailure(label + " cannot resume previous without a predecessor stage.");
+        const params = {};
+        for (const field of objectKeys(stage)) if (field !== "key" && field !== "resume") params[field] = stage[field];
+        tools.checkChildParams(resume === "previous" ? { ...params, resume } : params, label);
+        if (tools.invocations.has(child)) {
+          throw subagentFailure("runs.lanes generated child key '" + child + "' is already used with incompatible launch params.");
+        }
+        stages.push({ key: stage.key, previous: resume === "previous", params });
+      }
+      plan.push({ key: lane.key, stages });
+    }
+    const records = plan.map((lane) => ({ kind: "run", key: lane.key + "." + lane.stages[0].key, observed: false }));
+    const sent = tools.call("lanes", ',"lanes":' + json(plan));
+    for (const record of records) tools.launches.push(record);
+    for (const child of generated) tools.invocations.set(child, { text: RESERVED, promise: sent });
+    return tools.track(sent, records);
+  };
+
+  const emitValue = (value) => {
+    if (value === undefined) throw subagentFailure("emit must be a JSON value; received undefined.");
+    requireJson(value, "emit");
+    return call("emit", ',"value":' + json(value));
+  };
+  const consoleLine = (level) => (...values) => {
+    let text = "";
+    for (let index = 0; index < values.length; index += 1) {
+      const value = values[index];
+      let part;
+      if (typeof value === "string") part = value;
+      else {
+        try {
+          part = stringify(value);
+        } catch {
+          part = undefined;
+        }
+        if (part === undefined) part = String(value);
+      }
+      text += (index ? " " : "") + part;
+    }
+    call("console", ',"level":' + stringify(level) + ',"text":' + stringify(text));
+  };
+  const stateGlobal = () => freeze({
+    get: (key) => {
+      requireKey(key, "state.get");
+      return call("state", ',"action":"get","key":' + stringify(key));
+    },
+    set: (key, value) => {
+      requireKey(key, "state.set");
+      if (value === undefined) throw subagentFailure("workflowScript boundary value is invalid: undefined is not JSON-representable.");
+      requireJson(value, "state.set value");
+      const text = json(value);
+      if (utf8Length(text) > STATE_LIMIT) throw subagentFailure("Workflow state exceeds the 256 KiB cap.");
+      return call("state", ',"action":"set","key":' + stringify(key) + ',"value":' + text);
+    },
+  });
+
+  const installSubagents = (config) => {
+    for (const name of ["agent", "conversation", "withWorktree", "parallel", "pipeline", "checkpoint", "phase", "log", "prompt"]) {
+      delete global[name];
+    }
+    thenHook = carryingThen;
+    for (const name of ["all", "allSettled", "race", "any"]) wrapCombinator(name);
+    const runs = {
+      run: runChild,
+      all: runAll,
+      steer,
+      status,
+      ref,
+      refs,
+      lanes: unavailable("runs.lanes"),
+      host: unavailable("runs.host"),
+    };
+    const tools = { runs, invocations, track, launches, call, requireKey, checkChildParams, requireJson, subagentFailure, observe };
+    if (typeof subagentHooks.lanes === "function") runs.lanes = subagentHooks.lanes(tools);
+    if (typeof subagentHooks.host === "function") runs.host = subagentHooks.host(tools);
+    fixGlobal("runs", freeze(runs));
+    setGlobal("emit", emitValue);
+    setGlobal("console", freeze({ log: consoleLine("log"), info: consoleLine("info"), warn: consoleLine("warn"),
+      error: consoleLine("error"), debug: consoleLine("debug") }));
+    setGlobal("state", stateGlobal()); // every piflow run is its workflow's mission: state persists in the run store
+  };
+  // ======================================================== end of the pi-subagents dialect ===
+  // At the body's end (A.2): unobserved launches fail the run; the result must be plain JSON.
+  const finishSubagents = (value) => {
+    const unobserved = unobservedFailure();
+    if (unobserved !== null) throw unobserved;
+    const problem = jsonProblem(value, "", new Set(), true);
+    if (problem !== null) {
+      const what = problem.type === "non-finite" ? "non-finite numbers are" : problem.type + " is";
+      throw subagentFailure("workflowScript boundary value is invalid: " + what + " not JSON-representable.");
+    }
+    return value;
+  };
+
   // ----------------------------------------------------------------------------- the globals ---
   const deepFreeze = (value) => {
     if (value && typeof value === "object" && !isFrozen(value)) {
@@ -606,7 +1034,9 @@
     const script = body;
     body = null;
     if (typeof script !== "function") return;
+    const subagents = config.dialect === SUBAGENTS;
     try {
+      if (subagents) installSubagents(config);
       setGlobal("args", config.args === undefined ? null : config.args);
       for (const name of config.functions || []) fixGlobal(name, extensionFunction(name));
       for (const [name, value] of objectEntries(config.variables || {})) fixGlobal(name, deepFreeze(value));
@@ -614,7 +1044,7 @@
       fail(error);
       return;
     }
-    const hidden = [internalAgent, internalConversation, internalWithWorktree, currentContext, resume];
+    const hidden = subagents ? [observe] : [internalAgent, internalConversation, internalWithWorktree, currentContext, resume];
     let completion;
     try {
       completion = within(ROOT, script, hidden);
@@ -623,8 +1053,9 @@
     }
     // A.1: before reporting, wait for the host calls still in flight when the body settled.
     const settled = after(completion, async (value) => {
+      const checked = subagents ? finishSubagents(value) : value;
       await inFlight();
-      return value;
+      return checked;
     });
     after(settled, succeed, fail);
   };

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from piflow.engine.worker.instrument import instrument
+from piflow.engine.worker.instrument import instrument, instrument_subagents
 from piflow.errors import WorkflowError
 
 
@@ -47,6 +47,8 @@ def _native_dukpy() -> ModuleType:
 _dukpy: Any = sys.modules.get("dukpy._dukpy") or _native_dukpy()
 
 _ENTRY: Final = "__pi_extensible_workflows_worker"
+SUBAGENTS_DIALECT: Final = "pi-subagents"
+"""The dialect whose scripts get `runs`, `emit`, `console` and `state` (prelude.js's second section)."""
 _FILENAME: Final = "workflow.js"
 _PRELUDE: Final = files("piflow.engine.worker").joinpath("prelude.js").read_text(encoding="utf-8")
 
@@ -78,9 +80,12 @@ class ScriptRuntime:
         return None if request is None else json.dumps(request).encode()
 
     # -- the worker's steps -------------------------------------------------------------------
-    def compile(self, body: str) -> None:
-        """Instrument and compile the body without running it; raise INVALID_SYNTAX/INVALID_METADATA."""
-        source = instrument(body)
+    def compile(self, body: str, dialect: str | None = None) -> None:
+        """Instrument and compile the body without running it; raise INVALID_SYNTAX/INVALID_METADATA.
+
+        `dialect` "pi-subagents" compiles a sloppy-mode body with that dialect's instrumentation.
+        """
+        source = instrument_subagents(body) if dialect == SUBAGENTS_DIALECT else instrument(body)
         self._request = {"op": "compile"}
         try:
             self._eval(f"{_ENTRY}({source});")
@@ -89,9 +94,12 @@ class ScriptRuntime:
         finally:
             self._request = None
 
-    def launch(self, args: Any, functions: list[str], variables: dict[str, Any]) -> list[str]:
-        """Install args, extension functions and variables, then start the compiled body."""
-        return self._step({"op": "launch", "args": args, "functions": functions, "variables": variables})
+    def launch(
+        self, args: Any, functions: list[str], variables: dict[str, Any], dialect: str | None = None
+    ) -> list[str]:
+        """Install args, extension functions and variables (or the dialect's globals), then start the body."""
+        return self._step({"op": "launch", "args": args, "functions": functions, "variables": variables,
+                           "dialect": dialect})
 
     def settle(self, results: list[Any]) -> list[str]:
         """Resolve finished host calls, in the given order, in one evaluation."""

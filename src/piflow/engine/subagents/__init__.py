@@ -1,0 +1,1 @@
+"""The pi-subagents `workflowScript` dialect on piflow's engine: children, lanes and host steps."""
