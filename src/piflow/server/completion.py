@@ -5,20 +5,46 @@ before the cursor (brackets, strings, comments, template literals) rather than f
 inside a string after `model:` of an agent call's options → models; after `role:` → roles; in the
 `tools: [...]` array → tools; at a key position of an agent's options or a checkpoint's fields →
 their keys; elsewhere, at the start of an identifier → primitive snippets.
+
+pi-subagents scripts get the same from their `runs.*` calls: after `runs.` / `state.` → the
+methods; at a key of a params object (`runs.run` params, `runs.all` items, lanes and their stages,
+`runs.host` params, `runs.steer` options) → its keys; inside `agent: "` → the agent definitions;
+`model: "` → models, then thinking levels after `:`; enumerated values (`context`, `outputMode`,
+steer `mode`, host `kind`/`role`, a stage's `resume`) → their values; at an identifier → `runs.*`,
+`emit` and `state.*` snippets.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from lsprotocol import types
 
+from piflow.analysis.dialects import detect_dialect
+from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.analysis.option_keys import AGENT_OPTIONS, OPTION_OBJECTS, OptionObject, option_markdown
 from piflow.config.model_refs import THINKING_LEVELS
 from piflow.server.base import LanguageFeature, handler
-from piflow.server.docs import PRIMITIVES, THINKING_DOCS, primitive_markdown
+from piflow.server.docs import (
+    ALL_ITEM,
+    CHILD_PARAMS,
+    HOST_PARAMS,
+    LANE,
+    PRIMITIVES,
+    STAGE,
+    STEER_OPTIONS,
+    SUBAGENT_GLOBALS,
+    THINKING_DOCS,
+    Global,
+    ParamObject,
+    agent_markdown,
+    global_markdown,
+    param_markdown,
+    primitive_markdown,
+)
 from piflow.server.documents import DocumentTable
 from piflow.server.snapshot import DocumentKind, Snapshot
 
@@ -26,10 +52,18 @@ _KEY_BEFORE: Final = re.compile(r"""(?:([A-Za-z_$][\w$]*)|"([^"]*)"|'([^']*)')\s
 _CALL_BEFORE: Final = re.compile(r"(?<![\w$.])(" + "|".join(OPTION_OBJECTS) + r")\s*$")
 _IDENTIFIER_PREFIX: Final = re.compile(r"[A-Za-z_$][\w$]*$")
 _KEY_POSITION: Final = re.compile(r"[{,]\s*([A-Za-z_$][\w$]*)?$")
+_RUNS_CALL_BEFORE: Final = re.compile(r"(?<![\w$.])runs\s*\.\s*(run|all|lanes|host|steer)\s*$")
+_MEMBER_BEFORE: Final = re.compile(r"(?<![\w$.])(runs|state)\s*\.\s*([A-Za-z_$][\w$]*)?$")
+_RUNS_PARAMS: Final[dict[tuple[str, int], ParamObject]] = {
+    ("run", 1): CHILD_PARAMS, ("host", 1): HOST_PARAMS, ("steer", 2): STEER_OPTIONS,
+}
+"""`runs.<method>` and the argument that is a params object literal."""
+_RUNS_ARRAYS: Final[dict[str, ParamObject]] = {"all": ALL_ITEM, "lanes": LANE}
+"""`runs.<method>` whose first argument is an array of params objects."""
 
 _CLOSES: Final = {")": ("(",), "]": ("[",), "}": ("{", "${")}
 
-Slot = Literal["model", "role", "thinking", "tool", "option", "primitive"]
+Slot = Literal["model", "role", "thinking", "tool", "option", "primitive", "agent", "value", "param", "member"]
 _VALUE_SLOTS: Final[dict[str, Slot]] = {"model": "model", "role": "role", "thinking": "thinking"}
 
 
@@ -126,6 +160,38 @@ def _options_frame(text: str, frames: list[_Frame], index: int) -> bool:
     return _option_frame(text, frames, index) is AGENT_OPTIONS
 
 
+def _runs_method(text: str, call: _Frame) -> str | None:
+    """The `runs.<method>` called with the argument list `call` opens, if any."""
+    found = _RUNS_CALL_BEFORE.search(text, max(0, call.start - 64), call.start)
+    return found.group(1) if found is not None else None
+
+
+def _first_argument(text: str, call: _Frame, inner: _Frame) -> bool:
+    return call.commas == 0 and not text[call.start + 1 : inner.start].strip()
+
+
+def params_frame(text: str, frames: list[_Frame], index: int) -> ParamObject | None:
+    """The params object `frames[index]` is, when it is a literal a `runs.*` call takes (see module doc)."""
+    if index < 1 or frames[index].char != "{":
+        return None
+    outer = frames[index - 1]
+    if outer.char == "(":
+        method = _runs_method(text, outer)
+        owner = _RUNS_PARAMS.get((method or "", outer.commas))
+        if owner is None or not text[outer.start + 1 : frames[index].start].rstrip().endswith(","):
+            return None
+        return owner
+    if outer.char != "[" or index < 2:
+        return None
+    holder = frames[index - 2]
+    if holder.char == "(":
+        owner = _RUNS_ARRAYS.get(_runs_method(text, holder) or "")
+        return owner if owner is not None and _first_argument(text, holder, outer) else None
+    stages = _KEY_BEFORE.search(text, holder.start + 1, outer.start)
+    named = stages.group(1) or stages.group(2) or stages.group(3) if stages else None
+    return STAGE if named == "stages" and params_frame(text, frames, index - 2) is LANE else None
+
+
 @dataclass(frozen=True)
 class Context:
     slot: Slot
@@ -134,6 +200,10 @@ class Context:
     """Character index where the typed prefix starts (the completion replaces it)."""
     owner: OptionObject | None = None
     """For option keys: the option object whose keys are offered."""
+    params: ParamObject | None = None
+    """For pi-subagents params keys and values: the params object."""
+    key: str | None = None
+    """For an enumerated value (`value`) or a member (`member`: `runs`/`state`): the key or object."""
 
 
 def completion_context(text: str, start: int, offset: int) -> Context | None:
@@ -148,6 +218,20 @@ def completion_context(text: str, start: int, offset: int) -> Context | None:
             return None
         top = len(frames) - 1
         before = text[frames[top].start + 1 : state.string_start]
+        params = params_frame(text, frames, top) if frames[top].char == "{" else None
+        if params is not None:
+            key = _KEY_BEFORE.search(before)
+            name = key.group(1) or key.group(2) or key.group(3) if key else None
+            if name == "model" and "model" in params.keys:
+                if ":" in prefix:
+                    level = prefix.rsplit(":", 1)[1]
+                    return Context("thinking", level, offset - len(level))
+                return Context("model", prefix, state.string_start + 1, params=params)
+            if name == "agent" and "agent" in params.keys:
+                return Context("agent", prefix, state.string_start + 1)
+            if name in params.keys and params.keys[name].values:
+                return Context("value", prefix, state.string_start + 1, params=params, key=name)
+            return None
         if frames[top].char == "{" and _options_frame(text, frames, top):
             key = _KEY_BEFORE.search(before)
             name = key.group(1) or key.group(2) or key.group(3) if key else None
@@ -162,6 +246,13 @@ def completion_context(text: str, start: int, offset: int) -> Context | None:
             if holder and (holder.group(1) or holder.group(2) or holder.group(3)) == "tools":
                 return Context("tool", prefix, state.string_start + 1)
         return None
+    params = params_frame(text, frames, len(frames) - 1) if frames else None
+    if params is not None:
+        key = _KEY_POSITION.search(text, frames[-1].start, offset)
+        if key is None:
+            return None
+        prefix = key.group(1) or ""
+        return Context("param", prefix, offset - len(prefix), params=params)
     owner = _option_frame(text, frames, len(frames) - 1) if frames else None
     if owner is not None:
         key = _KEY_POSITION.search(text, frames[-1].start, offset)
@@ -169,6 +260,10 @@ def completion_context(text: str, start: int, offset: int) -> Context | None:
             prefix = key.group(1) or ""
             return Context("option", prefix, offset - len(prefix), owner)
         return None
+    member = _MEMBER_BEFORE.search(text, max(start, offset - 64), offset)
+    if member is not None:
+        prefix = member.group(2) or ""
+        return Context("member", prefix, offset - len(prefix), key=member.group(1))
     word = _IDENTIFIER_PREFIX.search(text, max(start, offset - 64), offset)
     if word is not None and (word.start() == 0 or text[word.start() - 1] != "."):
         return Context("primitive", word.group(), word.start())
@@ -176,14 +271,16 @@ def completion_context(text: str, start: int, offset: int) -> Context | None:
 
 
 def _statement_start(snapshot: Snapshot, offset: int) -> int:
-    """Byte offset of the top-level statement (or error region) the cursor is in or after."""
+    """Byte offset of the top-level statement the cursor is in or after (half-typed code parses as
+    loose tokens: the scan starts at the last whole statement before them)."""
     if snapshot.tree is None:
         return 0
     start = 0
     for child in snapshot.tree.root_node.children:
         if child.start_byte > offset:
             break
-        start = child.start_byte
+        if child.type.endswith(("statement", "declaration")):  # not a loose token of a half-typed one
+            start = child.start_byte
     return start
 
 
@@ -198,6 +295,23 @@ def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippe
             text_edit=types.TextEdit(edit_range, label),
         )
 
+    if context.slot == "model" and context.params is not None:  # a child's model: provider/id, no aliases
+        models = sorted(caps.models or caps.resolvable_models)
+        return [item(model, types.CompletionItemKind.Value, "model") for model in models]
+    if context.slot == "agent":
+        return _agent_items(snapshot, item)
+    if context.slot == "value" and context.params is not None and context.key is not None:
+        param = context.params.keys[context.key]
+        return [item(value, types.CompletionItemKind.EnumMember, f"{context.params.title} {context.key}",
+                     param_markdown(context.params, context.key)) for value in param.values]
+    if context.slot == "param" and context.params is not None:
+        params = context.params
+        return [item(key, types.CompletionItemKind.Property,
+                     params.title + (f" (pi-subagents {param.since}+)" if param.since else ""),
+                     param_markdown(params, key)) for key, param in params.keys.items()]
+    if context.slot == "member":
+        return _global_items([g for name, g in SUBAGENT_GLOBALS.items() if name.startswith(f"{context.key}.")],
+                             item, edit_range, snippets, member=True)
     if context.slot == "model":
         aliases = [item(name, types.CompletionItemKind.Reference, f"alias → {target}")
                    for name, target in sorted(caps.model_aliases.items())]
@@ -217,6 +331,9 @@ def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippe
         owner = context.owner
         return [item(key, types.CompletionItemKind.Property, owner.title, option_markdown(owner, key))
                 for key in owner.keys]
+    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+        return _global_items([g for g in SUBAGENT_GLOBALS.values() if g.name.startswith(context.prefix)],
+                             item, edit_range, snippets, member=False)
     found = []
     for name, primitive in PRIMITIVES.items():
         if not name.startswith(context.prefix):
@@ -226,6 +343,40 @@ def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippe
         if snippets:
             completion.text_edit = types.TextEdit(edit_range, primitive.snippet)
             completion.insert_text_format = types.InsertTextFormat.Snippet
+        found.append(completion)
+    return found
+
+
+Item = Callable[..., types.CompletionItem]
+
+
+def _agent_items(snapshot: Snapshot, item: Item) -> list[types.CompletionItem]:
+    """The enabled agent definitions, with what each is, its model and tools."""
+    catalog = snapshot.project.capabilities.agent_catalog
+    if catalog is None:
+        return []
+    found = []
+    for name in sorted(catalog.names):
+        agent = catalog.get(name)
+        if agent is not None:
+            found.append(item(name, types.CompletionItemKind.Class, agent.description, agent_markdown(agent)))
+    return found
+
+
+def _global_items(globals_: list[Global], item: Item, edit_range: types.Range, snippets: bool, *,
+                  member: bool) -> list[types.CompletionItem]:
+    """`runs.*`/`state.*`/`emit` items: after `runs.` the method names, elsewhere the whole call."""
+    found = []
+    for entry in globals_:
+        label = entry.name.split(".", 1)[1] if member else entry.name
+        completion = item(label, types.CompletionItemKind.Method if member else types.CompletionItemKind.Function,
+                          entry.signature, global_markdown(entry))
+        if snippets:
+            snippet = entry.snippet.removeprefix("await ")
+            snippet = snippet.split(".", 1)[1] if member and "." in snippet.split("(", 1)[0] else snippet
+            completion.text_edit = types.TextEdit(edit_range, snippet)
+            completion.insert_text_format = types.InsertTextFormat.Snippet
+            completion.kind = types.CompletionItemKind.Snippet
         found.append(completion)
     return found
 

@@ -1,5 +1,6 @@
 """Go to definition: a role to its `.md` file, a model alias to its line in settings.json, a model to
-its entry in models.json."""
+its entry in models.json; in pi-subagents scripts, an agent name to its definition's `.md` (the
+line of its `name:`) and a child's model to its models.json entry."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from piflow.analysis.dialects import detect_dialect
+from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import target_at
 from piflow.server.documents import DocumentTable
 from piflow.server.snapshot import DocumentKind, Snapshot
+from piflow.server.subagents_context import subagent_target_at
 
 
 def _location(path: Path, line: int, character: int) -> types.Location:
@@ -18,7 +22,26 @@ def _location(path: Path, line: int, character: int) -> types.Location:
     return types.Location(path.as_uri(), types.Range(position, position))
 
 
+def subagent_definition_at(snapshot: Snapshot, offset: int) -> types.Location | None:
+    target = subagent_target_at(snapshot, offset)
+    project = snapshot.project
+    if target is None:
+        return None
+    if target.kind == "agent":
+        catalog = project.capabilities.agent_catalog
+        agent = catalog.get(target.value) if catalog is not None else None
+        if agent is None and catalog is not None:  # a disabled agent still has its file
+            agent = catalog.discovered.get(target.value)
+        return _location(agent.path, agent.line, 0) if agent is not None and agent.path is not None else None
+    if target.kind == "model":
+        model = project.model_location(target.value.rsplit(":", 1)[0])
+        return _location(*model) if model is not None else None
+    return None
+
+
 def definition_at(snapshot: Snapshot, position: types.Position) -> types.Location | None:
+    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+        return subagent_definition_at(snapshot, snapshot.offset(position))
     target = target_at(snapshot, snapshot.offset(position))
     if target is None:
         return None

@@ -1,16 +1,31 @@
-"""Hover: what a primitive or an option key does, what a model reference resolves to, what a role is."""
+"""Hover: what a primitive or an option key does, what a model reference resolves to, what a role is;
+in pi-subagents scripts, what a `runs.*` method or params key does (with the version that added
+it), what an agent definition is and what a child's model string resolves to."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from piflow.analysis.dialects import detect_dialect
+from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.analysis.option_keys import option_markdown
+from piflow.config.agent_definitions import resolve_subagent_model
+from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import Target, target_at
-from piflow.server.docs import PRIMITIVES, THINKING_DOCS, primitive_markdown
+from piflow.server.docs import (
+    PRIMITIVES,
+    SUBAGENT_GLOBALS,
+    THINKING_DOCS,
+    agent_markdown,
+    global_markdown,
+    param_markdown,
+    primitive_markdown,
+)
 from piflow.server.documents import DocumentTable
 from piflow.server.projects import Project
 from piflow.server.snapshot import DocumentKind, Snapshot
+from piflow.server.subagents_context import SubagentTarget, subagent_target_at
 
 
 def model_markdown(project: Project, requested: str) -> str:
@@ -65,6 +80,54 @@ def tool_markdown(project: Project, name: str) -> str:
     return f"**tool `{name}`** — not available. Tools: {known}"
 
 
+def agent_definition_markdown(project: Project, name: str) -> str:
+    catalog = project.capabilities.agent_catalog
+    agent = catalog.get(name) if catalog is not None else None
+    if agent is not None:
+        return agent_markdown(agent)
+    if catalog is not None and catalog.is_disabled(name):
+        return f"**agent `{name}`** — disabled by `subagents.agentOverrides` in pi's settings.json"
+    known = ", ".join(f"`{agent}`" for agent in sorted(catalog.names)) if catalog is not None else ""
+    return f"**agent `{name}`** — unknown. Agents: {known or 'none'}"
+
+
+def child_model_markdown(project: Project, requested: str) -> str:
+    """A child's `provider/id[:thinking]` as spec B resolves it: the model, its thinking, the registry entry."""
+    if requested.strip() == "inherit":
+        return "**`inherit`** — the child uses the parent's model"
+    caps = project.capabilities
+    known = caps.resolvable_models if caps.verified_models and caps.resolvable_models else None
+    launch = caps.launch_model or (min(caps.models) if caps.models else "")
+    catalog = caps.agent_catalog
+    try:
+        model, thinking = resolve_subagent_model(
+            requested, known=known, current_provider=launch.partition("/")[0] if "/" in launch else None,
+            agent_names=catalog.names if catalog is not None else (),
+        )
+    except WorkflowError as error:
+        return f"**`{requested}`**\n\n⚠ {error.message}"
+    lines = [f"**`{requested}`**" + (f" → `{model}`" if model != requested else "")
+             + (f" · thinking {thinking}" if thinking else "")]
+    if known is None:
+        lines.append("Availability cannot be verified: no model registry (`models.json`) is configured.")
+    registry = project.config.registry if project.config is not None else None
+    entry = registry.model(model) if registry is not None else None
+    if entry is not None:
+        lines.append(f"name: {entry.name}")
+    return "\n\n".join(lines)
+
+
+def subagent_markdown(snapshot: Snapshot, target: SubagentTarget) -> str:
+    if target.kind == "global":
+        return global_markdown(SUBAGENT_GLOBALS[target.value])
+    if target.kind == "agent":
+        return agent_definition_markdown(snapshot.project, target.value)
+    if target.kind == "model":
+        return child_model_markdown(snapshot.project, target.value)
+    assert target.params is not None
+    return param_markdown(target.params, target.key or target.value)
+
+
 def markdown_for(snapshot: Snapshot, target: Target) -> str:
     project = snapshot.project
     if target.kind == "primitive":
@@ -81,10 +144,17 @@ def markdown_for(snapshot: Snapshot, target: Target) -> str:
 
 
 def hover_at(snapshot: Snapshot, position: types.Position, markdown: bool) -> types.Hover | None:
-    target = target_at(snapshot, snapshot.offset(position))
+    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    offset = snapshot.offset(position)
+    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+        found = subagent_target_at(snapshot, offset)
+        if found is None:
+            return None
+        return types.Hover(types.MarkupContent(kind, subagent_markdown(snapshot, found)),
+                           snapshot.range(found.start, found.end))
+    target = target_at(snapshot, offset)
     if target is None:
         return None
-    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
     content = types.MarkupContent(kind, markdown_for(snapshot, target))
     return types.Hover(content, snapshot.range(target.start, target.end))
 

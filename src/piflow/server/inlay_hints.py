@@ -1,6 +1,10 @@
 """Inlay hints: what a model alias (or bare model id) resolves to, and after a run, how each agent
 call went — its last state, tokens and cost — at the end of the call (see `outcomes` for how a
 run's agents are matched to the calls of the document).
+
+A pi-subagents child is found by its workflow key instead: the hint goes after the `runs.run`
+call, `runs.all` item or lanes stage whose key makes it (`subagents_context.key_sites`), so it
+stays at its call however the script was edited since the run.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from piflow.engine.lifecycle import AGENT_SETTLED
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import model_values
 from piflow.server.documents import DocumentTable
-from piflow.server.outcomes import Outcomes, RunOutcome
+from piflow.server.outcomes import CallResult, Outcomes, RunOutcome
 from piflow.server.runs import RunEvent
 from piflow.server.snapshot import DocumentKind, Snapshot
+from piflow.server.subagents_context import key_sites
 
 
 def run_hints(snapshot: Snapshot, outcome: RunOutcome) -> list[types.InlayHint]:
@@ -26,6 +31,24 @@ def run_hints(snapshot: Snapshot, outcome: RunOutcome) -> list[types.InlayHint]:
             position=snapshot.position(end), label=result.label(), padding_left=True,
             tooltip=f"Run {outcome.run_id[:8]}",
         ))
+    return hints
+
+
+def child_hints(snapshot: Snapshot, outcome: RunOutcome) -> list[types.InlayHint]:
+    """A hint after each launch of children (by key) that the run ran children from."""
+    if not outcome.children:
+        return []
+    hints = []
+    for site in key_sites(snapshot):
+        result = CallResult()
+        for key, child in outcome.children.items():
+            if site.pattern.fullmatch(key):
+                result.merge(child)
+        if result.states:
+            hints.append(types.InlayHint(
+                position=snapshot.position(site.end), label=result.label(), padding_left=True,
+                tooltip=f"Run {outcome.run_id[:8]}",
+            ))
     return hints
 
 
@@ -64,7 +87,9 @@ class InlayHints(LanguageFeature):
 
     async def _run_hints(self, snapshot: Snapshot) -> list[types.InlayHint]:
         outcome = await self.server.get_feature(Outcomes).latest(snapshot.uri, snapshot.project.root, with_agents=True)
-        return [] if outcome is None else run_hints(snapshot, outcome)
+        if outcome is None:
+            return []
+        return run_hints(snapshot, outcome) + await self.server.run_in_thread(child_hints, snapshot, outcome)
 
     def run_event(self, event: RunEvent) -> None:
         settled = event.type == events.AGENT_STATE_CHANGED and event.payload.get("state") in AGENT_SETTLED

@@ -1,5 +1,6 @@
 """Document symbols: the outline of a workflow — phases, parallel/pipeline operations and their
-branches, worktrees, conversations, checkpoints and agents (by label, else role, else prompt).
+branches, worktrees, conversations, checkpoints and agents (by label, else role, else prompt); in a
+pi-subagents script, its children by workflow key (`runs.run` calls, `runs.all` items, lanes stages).
 
 The outline follows the script's shape: a call nests under the parallel, pipeline or withWorktree
 call whose source contains it (grouped by task or stage key), and top-level calls nest under the
@@ -13,9 +14,12 @@ from typing import Any, Final
 
 from lsprotocol import types
 
+from piflow.analysis.dialects import detect_dialect
+from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.documents import DocumentTable
 from piflow.server.snapshot import DocumentKind, Snapshot
+from piflow.server.subagents_context import key_sites
 
 CONTAINERS: Final = frozenset({"parallel", "pipeline", "withWorktree"})
 KINDS: Final = {
@@ -54,6 +58,9 @@ class _Node:
 
 
 def outline(snapshot: Snapshot) -> list[_Node]:
+    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+        return [_Node(site.name, site.via, types.SymbolKind.Function, site.start, site.end, (site.start, site.end))
+                for site in sorted(key_sites(snapshot), key=lambda site: site.start)]
     roots: list[_Node] = []
     phase: _Node | None = None
     open_containers: list[tuple[Any, _Node, dict[str, _Node]]] = []
