@@ -8,8 +8,8 @@ from lsprotocol import types
 
 from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
+from piflow.analysis.dialects.subagents_children import child_models
 from piflow.analysis.option_keys import option_markdown
-from piflow.config.agent_definitions import resolve_subagent_model
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import Target, target_at
@@ -95,15 +95,10 @@ def child_model_markdown(project: Project, requested: str) -> str:
     """A child's `provider/id[:thinking]` as spec B resolves it: the model, its thinking, the registry entry."""
     if requested.strip() == "inherit":
         return "**`inherit`** — the child uses the parent's model"
-    caps = project.capabilities
-    known = caps.resolvable_models if caps.verified_models and caps.resolvable_models else None
-    launch = caps.launch_model or (min(caps.models) if caps.models else "")
-    catalog = caps.agent_catalog
+    models = child_models(project.capabilities)
+    known = models.known
     try:
-        model, thinking = resolve_subagent_model(
-            requested, known=known, current_provider=launch.partition("/")[0] if "/" in launch else None,
-            agent_names=catalog.names if catalog is not None else (),
-        )
+        model, thinking = models.resolve(requested)
     except WorkflowError as error:
         return f"**`{requested}`**\n\n⚠ {error.message}"
     lines = [f"**`{requested}`**" + (f" → `{model}`" if model != requested else "")

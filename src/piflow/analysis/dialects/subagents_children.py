@@ -8,8 +8,9 @@ script reaches the call. Dynamic values are never guessed: a rule speaks only ab
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any, Final
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from tree_sitter import Node
 
@@ -35,6 +36,9 @@ from piflow.analysis.rules import RuleContext
 from piflow.config.agent_definitions import resolve_child_model, resolve_subagent_model
 from piflow.config.availability import ModelAvailability
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.analysis.capabilities import Capabilities
 
 MAX_LANES: Final = 32
 MAX_STAGES_PER_LANE: Final = 16
@@ -418,23 +422,42 @@ def check_agents(ctx: RuleContext) -> Iterator[Finding]:
         )  # fmt: skip
 
 
-def _availability(ctx: RuleContext) -> ModelAvailability | None:
-    caps = ctx.capabilities
+@dataclass(frozen=True)
+class ChildModels:
+    """What spec B resolves a child's literal model against, as the rules see it (hover shares it)."""
+
+    availability: ModelAvailability | None
+    """None when there is neither a registry nor a launch model to resolve against."""
+    agent_names: Collection[str]
+
+    @property
+    def known(self) -> frozenset[str] | None:
+        """The models a bare id may resolve to; None when availability cannot be verified."""
+        availability = self.availability
+        return availability.known if availability is not None and availability.verified else None
+
+    def resolve(self, requested: str) -> tuple[str, str | None]:
+        """`(model, thinking)`, or the spec's WorkflowError."""
+        launch = self.availability.launch_model if self.availability is not None else ""
+        provider = launch.partition("/")[0] if "/" in launch else None
+        return resolve_subagent_model(requested, known=self.known, current_provider=provider,
+                                      agent_names=self.agent_names)
+
+
+def child_models(caps: Capabilities) -> ChildModels:
     known = caps.resolvable_models
     verified = caps.verified_models and bool(known)
     launch = caps.launch_model or (min(caps.models) if caps.models else None)
-    if launch is None and not verified:
-        return None
-    return ModelAvailability(verified, known, caps.models, launch or "")
+    availability = None if launch is None and not verified else ModelAvailability(verified, known, caps.models,
+                                                                                   launch or "")
+    catalog = caps.agent_catalog
+    return ChildModels(availability, catalog.names if catalog is not None else ())
 
 
 def check_models(ctx: RuleContext) -> Iterator[Finding]:
-    availability = _availability(ctx)
+    models = child_models(ctx.capabilities)
+    availability, known = models.availability, models.known
     catalog = ctx.capabilities.agent_catalog
-    agent_names = catalog.names if catalog is not None else ()
-    launch = availability.launch_model if availability else ""
-    provider = launch.partition("/")[0] if "/" in launch else None
-    known = availability.known if availability and availability.verified else None
     for call, params in _children(ctx):
         members = _members(params)
         if "thinking" in members:
@@ -451,7 +474,7 @@ def check_models(ctx: RuleContext) -> Iterator[Finding]:
             if model.strip() == "inherit":
                 continue
             try:
-                resolve_subagent_model(model, known=known, current_provider=provider, agent_names=agent_names)
+                models.resolve(model)
             except WorkflowError as error:
                 fixes = ctx.did_you_mean(node, call.base, model, known or ())
                 yield ctx.finding("SUBAGENTS_MODEL", error.message, *_span(call, node), fixes=fixes)
