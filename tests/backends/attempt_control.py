@@ -27,8 +27,12 @@ def attempt_request(
     thinking: str | None = None,
     system_append: str | None = None,
     conversation: str | None = None,
+    turn: int = 1,
     agent_id: str = "run-1:1",
     attempt: int = 1,
+    tools: tuple[str, ...] = ("read",),
+    cwd: str = "/tmp",
+    options: dict[str, Any] | None = None,
 ) -> AttemptRequest:
     return AttemptRequest(
         run_id="run-1",
@@ -40,12 +44,14 @@ def attempt_request(
         prompt=attempt_prompt("demo", "writer", task),
         model=parse_model_reference(model),
         thinking=thinking,
-        tools=("read",),
-        cwd="/tmp",
+        tools=tools,
+        cwd=cwd,
         role="writer" if system_append else None,
         system_append=system_append,
         output_schema=schema,
         conversation=conversation,
+        turn=turn if conversation else 0,
+        options=options or {},
     )
 
 
@@ -64,6 +70,10 @@ class BudgetControl:
     activities: list[str | None] = field(default_factory=list)
     transcripts: list[tuple[str, str | None]] = field(default_factory=list)
     soft_sent: bool = False
+    head: dict[str, Any] | None = None
+    """The conversation state the engine would load from the run store."""
+    saved: dict[str, Any] | None = None
+    """The conversation state the backend asked to keep after this turn."""
 
     def __post_init__(self) -> None:
         self.budget = BudgetTracker(self.limits)
@@ -92,8 +102,17 @@ class BudgetControl:
     def activity(self, text: str | None) -> None:
         self.activities.append(text)
 
+    def tool_call(self, name: str) -> None:
+        self.activities.append(f"tool call {name}")
+
     def validate_result(self, value: Any) -> bool:
         return self.schema is None or schema_accepts(self.schema, value)
 
     def transcript(self, path: str, session_id: str | None = None) -> None:
         self.transcripts.append((path, session_id))
+
+    def conversation_state(self) -> dict[str, Any] | None:
+        return self.head
+
+    def save_conversation_state(self, state: dict[str, Any]) -> None:
+        self.saved = state

@@ -58,6 +58,26 @@ def backend(registry: ModelRegistry, transcripts: Path) -> OpenAIBackend:
     return OpenAIBackend(registry, transcripts_dir=transcripts)
 
 
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer) -> Path:
+    """A project running the openai backend against the loopback server (isolated HOME and XDG dirs)."""
+    home = tmp_path / "home"
+    agent_dir = home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    cost = {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}
+    providers = {"local": {"baseUrl": server.url, "api": "openai-completions", "apiKey": "sk-literal",
+                           "models": [{"id": "m1", "cost": cost}]}}
+    (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "piflow.toml").write_text('[piflow]\nbackend = "openai"\nmodel = "local/m1"\n')
+    return root
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import anyio
@@ -11,27 +10,6 @@ from chat_server import Body, ChatServer, Stream, text_stream, usage
 
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.store import RunStore
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer) -> Path:
-    home = tmp_path / "home"
-    agent_dir = home / ".pi" / "agent"
-    agent_dir.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
-    cost = {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}
-    providers = {"local": {"baseUrl": server.url, "api": "openai-completions", "apiKey": "sk-literal",
-                           "models": [{"id": "m1", "cost": cost}]}}
-    (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "piflow.toml").write_text('[piflow]\nbackend = "openai"\nmodel = "local/m1"\n')
-    return root
-
-
 
 
 async def test_openai_run_accounts_tokens_and_cost(project: Path, server: ChatServer) -> None:

@@ -16,6 +16,7 @@ from piflow.config.registry import ModelRegistry
 from piflow.engine.backends.base import Usage
 from piflow.engine.backends.openai import SYSTEM_PROMPT, OpenAIBackend
 from piflow.engine.prompts import attempt_prompt
+from piflow.engine.tools import BUILTIN_TOOLS
 from piflow.errors import WorkflowError
 
 
@@ -54,7 +55,16 @@ async def test_the_request_carries_model_messages_stream_options_and_headers(
         ],
         "stream": True,
         "stream_options": {"include_usage": True},
+        "tools": [BUILTIN_TOOLS["read"].definition()],
     }
+
+
+async def test_an_agent_without_tools_is_offered_none(server: ChatServer, backend: OpenAIBackend) -> None:
+    server.script(Stream(text_stream("ok")))
+
+    await backend.run_attempt(attempt_request(tools=()), BudgetControl())
+
+    assert "tools" not in server.requests[0].body
 
 
 async def test_the_role_body_follows_the_system_prompt(server: ChatServer, backend: OpenAIBackend) -> None:
@@ -135,7 +145,8 @@ async def test_without_reported_usage_tokens_are_estimated_so_budgets_still_bind
 
     await backend.run_attempt(attempt_request(), control)
 
-    sent = json.dumps([server.requests[0].body["messages"], None])
+    body = server.requests[0].body
+    sent = json.dumps([body["messages"], body["tools"]])
     assert control.usage.input == math.ceil(len(sent) / 4)
     assert control.usage.output == 3
     assert control.usage.cost_usd == PRICES.usd(control.usage.input, 3)
@@ -152,29 +163,30 @@ async def test_a_keyless_loopback_provider_gets_no_authorization_header(
     assert server.requests[0].body["model"] == "m"
 
 
-async def test_an_unknown_tool_call_is_answered_and_the_model_continues(
+async def test_a_call_to_a_tool_the_agent_was_not_given_is_answered_and_the_model_continues(
     server: ChatServer, backend: OpenAIBackend
 ) -> None:
     server.script(
-        Stream(tool_stream("read", {"path": "README.md"}, counts=usage(100, 10))),
-        Stream(text_stream("I cannot read files.", counts=usage(120, 8))),
+        Stream(tool_stream("bash", {"command": "cat README.md"}, counts=usage(100, 10))),
+        Stream(text_stream("I cannot run commands.", counts=usage(120, 8))),
     )
     control = BudgetControl()
 
-    assert await backend.run_attempt(attempt_request(), control) == "I cannot read files."
+    assert await backend.run_attempt(attempt_request(), control) == "I cannot run commands."
 
     assert [turn.final for turn in control.turns] == [False, True]
-    assert control.activities == ["read", "responding"]
+    assert control.activities == ["bash", "responding"]
     messages = server.requests[1].body["messages"]
     assert messages[2] == {
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "README.md"}'}}
+            {"id": "call_1", "type": "function",
+             "function": {"name": "bash", "arguments": '{"command": "cat README.md"}'}}
         ],
     }
-    assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": "Tool read not found"}
-    assert "tools" not in server.requests[1].body
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": "Tool bash not found"}
+    assert [tool["function"]["name"] for tool in server.requests[1].body["tools"]] == ["read"]
 
 
 @pytest.mark.parametrize(
@@ -231,10 +243,12 @@ async def test_no_transcripts_directory_means_no_transcript(server: ChatServer, 
 
 async def test_a_conversation_turn_continues_the_previous_one(server: ChatServer, backend: OpenAIBackend) -> None:
     server.script(Stream(text_stream("Nice to meet you, Ada.")), Stream(text_stream("Your name is Ada.")))
-    first, second = BudgetControl(), BudgetControl()
-
+    first = BudgetControl()
     await backend.run_attempt(attempt_request("I am Ada.", conversation="chat"), first)
-    answer = await backend.run_attempt(attempt_request("Who am I?", conversation="chat", agent_id="run-1:2"), second)
+    second = BudgetControl(head=first.saved)
+    answer = await backend.run_attempt(
+        attempt_request("Who am I?", conversation="chat", turn=2, agent_id="run-1:2"), second
+    )
 
     assert answer == "Your name is Ada."
     messages = server.requests[1].body["messages"]
@@ -256,23 +270,29 @@ async def test_a_failed_conversation_turn_leaves_the_history_at_the_previous_tur
         Body({"error": {"message": "boom"}}, status=500),
         Stream(text_stream("Second answer.")),
     )
-    await backend.run_attempt(attempt_request("one", conversation="chat"), BudgetControl())
+    first = BudgetControl()
+    await backend.run_attempt(attempt_request("one", conversation="chat"), first)
+    failed = BudgetControl(head=first.saved)
     with pytest.raises(WorkflowError, match="boom"):
-        await backend.run_attempt(attempt_request("two", conversation="chat"), BudgetControl())
+        await backend.run_attempt(attempt_request("two", conversation="chat", turn=2), failed)
+    assert failed.saved is None
 
-    await backend.run_attempt(attempt_request("two", conversation="chat", attempt=2), BudgetControl())
+    retry = attempt_request("two", conversation="chat", turn=2, attempt=2)
+    await backend.run_attempt(retry, BudgetControl(head=first.saved))
 
     roles = [m["role"] for m in server.requests[3].body["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
 
 
-async def test_conversations_are_kept_apart(server: ChatServer, backend: OpenAIBackend) -> None:
-    server.script(Stream(text_stream("a")), Stream(text_stream("b")))
+async def test_a_later_turn_whose_state_is_gone_fails_instead_of_starting_over(
+    server: ChatServer, backend: OpenAIBackend
+) -> None:
+    with pytest.raises(WorkflowError) as caught:
+        await backend.run_attempt(attempt_request("two", conversation="chat", turn=2), BudgetControl())
 
-    await backend.run_attempt(attempt_request("one", conversation="left"), BudgetControl())
-    await backend.run_attempt(attempt_request("two", conversation="right"), BudgetControl())
-
-    assert len(server.requests[1].body["messages"]) == 2
+    assert caught.value.code == "RESUME_INCOMPATIBLE"
+    assert caught.value.message.startswith("Conversation turn does not continue its persisted head")
+    assert server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -286,11 +306,12 @@ async def test_a_conversation_keeps_its_model_and_system_prompt(
     server: ChatServer, backend: OpenAIBackend, model: str, system_append: str | None, message: str
 ) -> None:
     server.script(Stream(text_stream("a")))
-    await backend.run_attempt(attempt_request("one", conversation="c"), BudgetControl())
+    first = BudgetControl()
+    await backend.run_attempt(attempt_request("one", conversation="c"), first)
 
-    changed = attempt_request("two", conversation="c", model=model, system_append=system_append)
+    changed = attempt_request("two", conversation="c", turn=2, model=model, system_append=system_append)
     with pytest.raises(WorkflowError) as caught:
-        await backend.run_attempt(changed, BudgetControl())
+        await backend.run_attempt(changed, BudgetControl(head=first.saved))
 
     assert (caught.value.code, caught.value.message) == ("RESUME_INCOMPATIBLE", message)
     assert len(server.requests) == 1

@@ -18,6 +18,7 @@ from piflow.engine.prompts import (
     RESULT_REJECTED,
     SUBMIT_RESULT,
 )
+from piflow.engine.tools import BUILTIN_TOOLS
 from piflow.errors import WorkflowError
 
 SCHEMA: dict[str, Any] = {
@@ -50,6 +51,7 @@ async def test_the_main_turn_then_a_submitted_result(server: ChatServer, backend
     assert control.activities == ["responding", "workflow_result"]
     for request in server.requests:
         assert request.body["tools"] == [
+            BUILTIN_TOOLS["read"].definition(),
             {
                 "type": "function",
                 "function": {"name": "workflow_result", "description": RESULT_TOOL_DESCRIPTION, "parameters": SCHEMA},
@@ -140,7 +142,7 @@ async def test_the_first_valid_result_wins_and_every_call_is_answered(
     }
 
     server.script(Stream(text_stream("ok")))
-    await backend.run_attempt(attempt_request("next", conversation="c"), BudgetControl())
+    await backend.run_attempt(attempt_request("next", conversation="c", turn=2), BudgetControl(head=control.saved))
     history = server.requests[2].body["messages"]
     assert tool_replies(history) == [RESULT_REJECTED, RESULT_ACCEPTED, RESULT_ACCEPTED]
     assert [m["tool_call_id"] for m in history if m["role"] == "tool"] == ["a", "b", "c"]

@@ -275,12 +275,16 @@ async def test_a_conversation_continues_the_last_successful_turns_session(
         Stream(text_stream("Second answer.", counts=usage(20, 2))),
     )
     first = request_in(workdir, task="Turn one.", conversation="c1")
-    second = request_in(workdir, task="Turn two.", conversation="c1", agent_id="run-1:2")
-    controls = [BudgetControl(), BudgetControl(), BudgetControl()]
-
+    second = request_in(workdir, task="Turn two.", conversation="c1", turn=2, agent_id="run-1:2")
+    controls = [BudgetControl()]
     assert await pi.run_attempt(first, controls[0]) == "First answer."
+    head = controls[0].saved
+    assert head is not None and head["sessionFile"] == controls[0].transcripts[0][0]
+    controls += [BudgetControl(head=head), BudgetControl(head=head)]  # as the run store hands it back
+
     with pytest.raises(WorkflowError):
         await pi.run_attempt(second, controls[1])
+    assert controls[1].saved is None
     retry = dataclasses.replace(second, attempt=2)
     assert await pi.run_attempt(retry, controls[2]) == "Second answer."
 
@@ -293,8 +297,13 @@ async def test_a_conversation_continues_the_last_successful_turns_session(
     assert len(set(paths)) == 3
     assert read_transcript(paths[2])[0]["parentSession"] == paths[0]
     with pytest.raises(WorkflowError) as caught:
-        await pi.run_attempt(request_in(workdir, conversation="c1", model="local/other"), BudgetControl())
+        changed = request_in(workdir, conversation="c1", turn=2, model="local/other")
+        await pi.run_attempt(changed, BudgetControl(head=head))
     assert (caught.value.code, caught.value.message) == ("RESUME_INCOMPATIBLE", "Conversation model changed")
+    with pytest.raises(WorkflowError) as caught:
+        await pi.run_attempt(request_in(workdir, conversation="c1", turn=3), BudgetControl())
+    assert caught.value.code == "RESUME_INCOMPATIBLE"
+    assert caught.value.message.startswith("Conversation turn does not continue its persisted head")
 
 
 def _processes_mentioning(marker: str) -> list[int]:

@@ -12,7 +12,7 @@ import anyio
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
-from piflow.engine.journal import OperationKind
+from piflow.engine.journal import OperationKind, conversation_name
 from piflow.engine.lifecycle import AGENT_SETTLED, AgentState
 from piflow.engine.prompts import attempt_prompt
 from piflow.engine.resolution import AgentSpec, resolve_model
@@ -64,6 +64,8 @@ class _Control:
         self.soft_sent = False
         self.transcript_path: str | None = None
         self.session_id: str | None = None
+        self.conversation_head: dict[str, Any] | None = None
+        self.tool_calls = 0
 
     def before_turn(self) -> None:
         self._runner.run.budget.check_turn()
@@ -90,12 +92,35 @@ class _Control:
     def activity(self, text: str | None) -> None:
         self._runner.set_activity(text)
 
+    def tool_call(self, name: str) -> None:
+        self.tool_calls += 1
+        budget = self._spec.options.get("toolBudget")
+        hard = budget.get("hard") if isinstance(budget, dict) else None
+        if isinstance(hard, int) and not isinstance(hard, bool) and self.tool_calls > hard:
+            raise WorkflowError(
+                "AGENT_FAILED", f"Tool budget hard limit reached after {hard} tool calls (hard {hard}). The child was "
+                f"stopped before calling {name}; raise toolBudget.hard or narrow the task.")
+
     def validate_result(self, value: Any) -> bool:
         return self._spec.output_schema is None or schema_accepts(self._spec.output_schema, value)
 
     def transcript(self, path: str, session_id: str | None = None) -> None:
         self.transcript_path = path
         self.session_id = session_id
+
+    def conversation_state(self) -> dict[str, Any] | None:
+        runner = self._runner
+        if runner.conversation is None:
+            return None
+        head = runner.run.store.conversation_head(runner.run.id, runner.conversation)
+        if head is None and runner.turn > 1:
+            message = (f"Conversation {conversation_name(runner.conversation)}: the state of turn "
+                       f"{runner.turn - 1} is missing from the run store, so turn {runner.turn} cannot continue it")
+            runner.run.emit(events.RUN_WARNING, {"message": message})
+        return None if head is None else head[1]
+
+    def save_conversation_state(self, state: dict[str, Any]) -> None:
+        self.conversation_head = state
 
 
 class AgentRunner:
@@ -111,7 +136,10 @@ class AgentRunner:
         structural_path: list[str],
         worktree_owner: str | None,
         conversation: str | None = None,
+        turn: int = 0,
+        parent_breadcrumb: str | None = None,
     ) -> None:
+        self.turn = turn
         self.run = run
         self.spec = spec
         self.task = task
@@ -135,6 +163,7 @@ class AgentRunner:
             structural_path=list(structural_path),
             journal_path=journal_path,
             parent_id=None,
+            parent_breadcrumb=parent_breadcrumb,
             worktree_owner=worktree_owner,
             attempts=0,
             tokens_input=0,
@@ -203,7 +232,8 @@ class AgentRunner:
         self.run.progress_changed()
 
     def set_activity(self, text: str | None) -> None:
-        self.record = replace(self.record, activity=text)
+        if text != self.record.activity:  # stored, so followers (CLI, editor) show what the agent does
+            self._update(activity=text)
         self.run.progress_changed()
 
     def _accounting_fields(self) -> dict[str, Any]:
@@ -333,6 +363,7 @@ class AgentRunner:
             output_schema=spec.output_schema,
             options=spec.options,
             conversation=self.conversation,
+            turn=self.turn,
         )
         started = time.time()
         error: WorkflowError | None = None
@@ -354,7 +385,8 @@ class AgentRunner:
         finally:
             if owner is not None:
                 with anyio.CancelScope(shield=True):
-                    await run.worktrees.commit_async(owner)
+                    snapshot_failure = await run.worktrees.commit_attempt_async(owner)
+                error = error or snapshot_failure  # the agent's own failure is the one reported
             attempt_record = AttemptRecord(
                     agent_id=self.record.id,
                     attempt=attempt,
@@ -374,6 +406,9 @@ class AgentRunner:
             raise error
         if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
             raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
+        head, conversation = control.conversation_head, self.conversation
+        if head is not None and conversation is not None:
+            self._stage(lambda: run.store.put_conversation_head(run.id, conversation, self.turn, head))
         self._stage(lambda: run.operations.record(self.kind, self.journal_path, value))
         self._update(state=AgentState.COMPLETED, activity=None, **self._accounting_fields())
         self._stage(run.persist_usage)

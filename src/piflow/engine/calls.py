@@ -168,8 +168,12 @@ class CallServer:
         placement: Placement,
         conversation: str | None,
         turn: int = 0,
+        breadcrumb: str | None = None,
     ) -> Any:
-        """An agent or conversation turn: its journaled value on replay, else a new agent run to a value."""
+        """An agent or conversation turn: its journaled value on replay, else a new agent run to a value.
+
+        `breadcrumb` names the extension function (`outer > inner`) that started the agent, if one did.
+        """
         run = self.run
         recorded = run.operations.check(kind, path)
         if recorded is not None:
@@ -187,6 +191,7 @@ class CallServer:
                 placement.worktree_owner,
                 conversation,
                 turn,
+                parent_breadcrumb=breadcrumb,
             )
             return await runner.execute()
         finally:

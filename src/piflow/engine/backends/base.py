@@ -63,6 +63,10 @@ class AttemptControl(Protocol):
     def activity(self, text: str | None) -> None:
         """Show what the agent is doing (`reasoning`, `responding`, a tool name)."""
 
+    def tool_call(self, name: str) -> None:
+        """Count one tool call before it runs; raise AGENT_FAILED when it would pass the agent's
+        hard tool budget (a pi-subagents child's `toolBudget.hard`)."""
+
     def validate_result(self, value: Any) -> bool:
         """True when `value` satisfies the agent's output schema."""
 

@@ -20,8 +20,13 @@ How an attempt maps onto chat completions:
   followed by more model work (so the main turn is non-final, as spec H says), and nothing
   follows the accepting one — the reference keeps a result accepted in an over-budget turn
   too. Prose is never parsed.
-- Host tools (`request.tools`) are not offered yet: this backend has no tool runtime, so a call
-  to any other tool is answered `Tool <name> not found` and the model continues.
+- Tools: the request offers the JSON schemas of exactly the attempt's tools (`request.tools`,
+  already filtered by options, role and policy) that the tool runtime (`piflow.engine.tools`)
+  serves, confined to the attempt's working directory. A turn's calls run concurrently and are
+  answered in the order the model made them; each shows as activity (`read src/x.py`,
+  `bash: pytest -q`) and lands in the transcript with its result. The agent option
+  `toolTimeoutMs` bounds each call (default 5 minutes). A call to a tool the agent was not given
+  is answered `Tool <name> not found` and the model continues.
 - Thinking: sent as `reasoning_effort`, only when the model's registry entry says
   `reasoning: true`. `minimal`/`low`/`medium`/`high` go through unchanged; `xhigh` and `max`
   are sent as `high`, because `xhigh` is accepted only by a few OpenAI models and `max` by none,
@@ -30,11 +35,12 @@ How an attempt maps onto chat completions:
   cache_read = cached; output = `completion_tokens` (which already includes reasoning tokens).
   Cost comes from the model's `cost` table. A server that reports no usage is charged an
   estimate of four characters per token, so budgets still bind.
-- Conversations: the message history of each conversation id is kept in this backend instance
-  and committed only when a turn's attempt succeeds, so a retried or rate-limited attempt
-  starts again from the previous turn. A turn with another model or system prompt than the
-  conversation's is RESUME_INCOMPATIBLE (spec J.6). The history does not survive a process
-  restart yet: a turn after a restart starts a new session.
+- Conversations: after a successful turn the message history is saved as the conversation's
+  head in the run store (`control.save_conversation_state`, committed with the turn's journaled
+  result), and the next turn continues from it — in this process or after a crash, a kill -9 or
+  a cold resume. A retried or rate-limited attempt starts again from the previous turn's head.
+  A turn with another model or system prompt than the conversation's is RESUME_INCOMPATIBLE
+  (spec J.6), and so is a later turn whose head is gone (never a silent fresh start).
 - Transcripts: with `transcripts_dir`, each attempt's messages (history included) are written
   as JSONL to `<dir>/<run id>/<agent id>.attempt-<n>.jsonl` as they happen, and reported
   through `control.transcript`.
@@ -48,7 +54,7 @@ import math
 import re
 import ssl
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -60,6 +66,7 @@ from piflow.config.registry import ModelRegistry, RegistryModel
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.engine.backends.chat_completions import Endpoint, Reply, TokenCounts, ToolCall, complete
 from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
+from piflow.engine.tools import Tool, ToolResult, ToolRuntime
 from piflow.errors import WorkflowError
 
 __all__ = ["OpenAIBackend"]
@@ -83,6 +90,8 @@ CHARS_PER_TOKEN: Final = 4
 # No read timeout: the engine's attempt timeout (timeoutMs) bounds the whole attempt, and a
 # reasoning model may think for minutes before its first byte.
 TIMEOUT: Final = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=10.0)
+TOOL_TIMEOUT_MS: Final = 300_000
+"""Per-call tool time limit when the agent sets no `toolTimeoutMs` (pi-subagents' default)."""
 
 
 @functools.cache
@@ -104,6 +113,25 @@ class _Session:
     system: str
     messages: tuple[dict[str, Any], ...]
 
+    def to_json(self) -> dict[str, Any]:
+        return {"sessionId": self.id, "model": self.model, "system": self.system, "messages": list(self.messages)}
+
+    @classmethod
+    def from_json(cls, state: dict[str, Any]) -> _Session:
+        messages = state.get("messages")
+        fields = (state.get("sessionId"), state.get("model"), state.get("system"))
+        if not all(isinstance(value, str) for value in fields) or not isinstance(messages, list):
+            message = "Cannot reopen conversation transcript: its saved state is damaged"
+            raise WorkflowError("RESUME_INCOMPATIBLE", message)
+        return cls(str(fields[0]), str(fields[1]), str(fields[2]), tuple(messages))
+
+
+def _tool_timeout(request: AttemptRequest) -> int:
+    value = request.options.get("toolTimeoutMs", TOOL_TIMEOUT_MS)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise WorkflowError("INVALID_METADATA", "agent toolTimeoutMs must be a positive integer")
+    return value
+
 
 class OpenAIBackend:
     """Runs attempts against the chat-completions endpoints of `registry`'s providers."""
@@ -116,31 +144,39 @@ class OpenAIBackend:
         *,
         transcripts_dir: Path | None = None,
         client_factory: Callable[[], httpx.AsyncClient] | None = None,
+        extension_tools: Mapping[str, Tool] | None = None,
     ) -> None:
         self._registry = registry
         self._transcripts_dir = transcripts_dir
         self._client_factory = client_factory or _default_client
-        self._conversations: dict[str, _Session] = {}
+        self._extension_tools = dict(extension_tools or {})
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         endpoint, model = await self._endpoint(request)
-        session = self._session(request, model)
+        tools = ToolRuntime.for_names(request.tools, request.cwd, _tool_timeout(request), self._extension_tools)
+        session = self._session(request, model, control)
         transcript = self._transcript(request, model, session.id, control)
         async with self._client_factory() as client:
-            attempt = _Attempt(client, endpoint, model, request, control, list(session.messages), transcript)
+            attempt = _Attempt(client, endpoint, model, request, control, list(session.messages), transcript, tools)
             value = await attempt.run()
         if request.conversation:
-            self._conversations[request.conversation] = _Session(
-                session.id, session.model, session.system, tuple(attempt.messages)
-            )
+            head = _Session(session.id, session.model, session.system, tuple(attempt.messages))
+            control.save_conversation_state(head.to_json())
         return value
 
-    def _session(self, request: AttemptRequest, model: RegistryModel) -> _Session:
+    def _session(self, request: AttemptRequest, model: RegistryModel, control: AttemptControl) -> _Session:
         """A fresh session, or the conversation's, which must keep its model and system prompt (J.6)."""
         system = SYSTEM_PROMPT if not request.system_append else f"{SYSTEM_PROMPT}\n\n{request.system_append}"
-        session = self._conversations.get(request.conversation) if request.conversation else None
-        if session is None:
+        state = control.conversation_state() if request.conversation else None
+        if state is None and request.conversation and request.turn > 1:
+            raise WorkflowError(
+                "RESUME_INCOMPATIBLE",
+                f"Conversation turn does not continue its persisted head: the state of turn {request.turn - 1} "
+                "is not in the run store, and starting the conversation over would lose what it said",
+            )
+        if state is None:
             return _Session(uuid.uuid4().hex, model.ref, system, ({"role": "system", "content": system},))
+        session = _Session.from_json(state)
         if session.model != model.ref:
             raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
         if session.system != system:
@@ -215,7 +251,9 @@ class _Attempt:
         control: AttemptControl,
         messages: list[dict[str, Any]],
         transcript: _Transcript | None,
+        tools: ToolRuntime,
     ) -> None:
+        self.tools = tools
         self.client = client
         self.endpoint = endpoint
         self.model = model
@@ -249,8 +287,10 @@ class _Attempt:
             reply = await complete(self.client, self.endpoint, body, self.control.activity)
             usage = self._usage(reply, body)
             self._add(reply.message(), usage)
-            for call in reply.tool_calls:
-                self._add({"role": "tool", "tool_call_id": call.id, "content": self._answer(call)})
+            results = await self._run_tools(reply.tool_calls)
+            for call, result in zip(reply.tool_calls, results, strict=True):
+                message = {"role": "tool", "tool_call_id": call.id, "content": result.text}
+                self._add(message, tool=(call, result))
             self.text = reply.content
             final = self.accepted if self.schema is not None else not reply.tool_calls
             steering = self.control.after_turn(usage, final)
@@ -266,8 +306,9 @@ class _Attempt:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        tools = self.tools.definitions()
         if self.schema is not None:
-            body["tools"] = [
+            tools.append(
                 {
                     "type": "function",
                     "function": {
@@ -276,27 +317,44 @@ class _Attempt:
                         "parameters": self.schema,
                     },
                 }
-            ]
+            )
+        if tools:
+            body["tools"] = tools
         effort = REASONING_EFFORT.get(self.request.thinking or "off")
         if effort is not None and self.model.reasoning:
             body["reasoning_effort"] = effort
         return body
 
-    def _answer(self, call: ToolCall) -> str:
-        """The tool message for one call (spec J.4's replies for `workflow_result`)."""
-        if call.name != RESULT_TOOL or self.schema is None:
-            return f"Tool {call.name} not found"
+    async def _run_tools(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
+        """Every call of one turn, run concurrently; results in the order of the calls."""
+        results: list[ToolResult] = [ToolResult("", False)] * len(calls)
+
+        async def run(index: int, call: ToolCall) -> None:
+            if call.name == RESULT_TOOL and self.schema is not None:
+                results[index] = self._answer_result(call)
+                return
+            if call.name in self.tools.tools:  # the streamed name was shown already; now what it does
+                self.control.activity(self.tools.summary(call.name, call.arguments))
+            results[index] = await self.tools.call(call.name, call.arguments)
+
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                group.start_soon(run, index, call)
+        return results
+
+    def _answer_result(self, call: ToolCall) -> ToolResult:
+        """Spec J.4's replies to a `workflow_result` call."""
         if not self.accepting:
-            return NOT_ACCEPTING
+            return ToolResult(NOT_ACCEPTING, True)
         try:
             value = json.loads(call.arguments or "{}")
         except ValueError:
-            return RESULT_REJECTED
+            return ToolResult(RESULT_REJECTED, True)
         if not self.control.validate_result(value):
-            return RESULT_REJECTED
+            return ToolResult(RESULT_REJECTED, True)
         if not self.accepted:
             self.accepted, self.value = True, value
-        return RESULT_ACCEPTED
+        return ToolResult(RESULT_ACCEPTED, False)
 
     def _usage(self, reply: Reply, body: dict[str, Any]) -> Usage:
         tokens = reply.tokens or _estimate(reply, body)
@@ -305,10 +363,15 @@ class _Attempt:
         cost = self.model.cost.usd(uncached, tokens.completion, cached)
         return Usage(input=uncached, output=tokens.completion, cache_read=cached, cost_usd=cost)
 
-    def _add(self, message: dict[str, Any], usage: Usage | None = None) -> None:
+    def _add(
+        self, message: dict[str, Any], usage: Usage | None = None, tool: tuple[ToolCall, ToolResult] | None = None
+    ) -> None:
         self.messages.append(message)
         if self.transcript is not None:
             record: dict[str, Any] = {"type": "message", "message": message}
+            if tool is not None:
+                call, result = tool
+                record["tool"] = {"name": call.name, "arguments": call.arguments, "isError": result.is_error}
             if usage is not None:
                 record["usage"] = {
                     "input": usage.input,

@@ -38,8 +38,11 @@ How an attempt maps onto pi (0.80.x, see docs/backends.md):
   AGENT_FAILED with pi's error message. pi exiting early is AGENT_FAILED with its stderr.
 - Conversations (spec J.6): a turn forks (`--fork`) the session file of the conversation's
   last successful turn, so a failed or rate-limited attempt leaves no trace in the next one.
-  A turn with another model, system prompt, tools or cwd is RESUME_INCOMPATIBLE. The heads
-  live in this backend instance, so a turn after a process restart starts a new session.
+  A turn with another model, system prompt, tools or cwd is RESUME_INCOMPATIBLE. The head
+  (the session file and what the turn ran with) is saved in the run store with the turn's
+  journaled result, so a turn after a crash, a kill -9 or a cold resume forks the same
+  session; a later turn whose head or session file is gone is RESUME_INCOMPATIBLE, never a
+  silent fresh start.
 - Transcripts: pi's own session file (`get_state` → `sessionFile`, `sessionId`).
 - Ending: after a settled session, stdin is closed so pi shuts down; otherwise (errors,
   budget stops, cancellation, timeouts) the whole process group is killed at once. Both paths
@@ -134,6 +137,21 @@ class _Head:
     system: str | None
     policy: tuple[tuple[str, ...], str]
 
+    def to_json(self) -> dict[str, Any]:
+        tools, cwd = self.policy
+        return {"sessionFile": self.session_file, "model": self.model, "system": self.system,
+                "tools": list(tools), "cwd": cwd}
+
+    @classmethod
+    def from_json(cls, state: dict[str, Any]) -> _Head:
+        session_file, model, system = state.get("sessionFile"), state.get("model"), state.get("system")
+        tools, cwd = state.get("tools"), state.get("cwd")
+        if not (isinstance(session_file, str) and isinstance(model, str) and isinstance(cwd, str)
+                and (system is None or isinstance(system, str)) and isinstance(tools, list)):
+            message = "Cannot reopen conversation transcript: its saved state is damaged"
+            raise WorkflowError("RESUME_INCOMPATIBLE", message)
+        return cls(session_file, model, system, (tuple(str(tool) for tool in tools), cwd))
+
 
 class PiBackend:
     """Runs each attempt as a pi session in RPC mode (see the module docstring)."""
@@ -151,7 +169,6 @@ class PiBackend:
         if agent_dir is not None:
             self._environ["PI_CODING_AGENT_DIR"] = str(agent_dir)
         self._command = PiCommand(tuple(command)) if command is not None else None
-        self._heads: dict[str, _Head] = {}
 
     def command(self) -> PiCommand:
         """The command attempts run; found on first use, so a backend is cheap to create."""
@@ -161,23 +178,27 @@ class PiBackend:
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         command = self.command()
-        head = self._head(request)
+        head = self._head(request, control)
         with tempfile.TemporaryDirectory(prefix="piflow-pi-") as scratch:
             argv = [*command.argv, *self._arguments(request, Path(scratch), head)]
             async with _launch(argv, request.cwd, self._environ, Path(scratch), command.via_npx) as pi:
                 attempt = _Attempt(pi, request, control)
                 value = await attempt.run()
         if request.conversation:
-            self._heads[request.conversation] = _Head(
-                attempt.session_file, request.model.name, request.system_append, _policy(request)
-            )
+            head = _Head(attempt.session_file, request.model.name, request.system_append, _policy(request))
+            control.save_conversation_state(head.to_json())
         return value
 
-    def _head(self, request: AttemptRequest) -> _Head | None:
+    def _head(self, request: AttemptRequest, control: AttemptControl) -> _Head | None:
         """The conversation's previous turn, which must match this one (spec J.6)."""
-        head = self._heads.get(request.conversation) if request.conversation else None
-        if head is None:
+        state = control.conversation_state() if request.conversation else None
+        if state is None:
+            if request.conversation and request.turn > 1:
+                message = (f"Conversation turn does not continue its persisted head: the session of turn "
+                           f"{request.turn - 1} is not in the run store")
+                raise WorkflowError("RESUME_INCOMPATIBLE", message)
             return None
+        head = _Head.from_json(state)
         if head.model != request.model.name:
             raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
         if head.system != request.system_append:

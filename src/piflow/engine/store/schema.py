@@ -179,7 +179,21 @@ _V3: Final[Migration] = ("ALTER TABLE journal ADD COLUMN kind TEXT",)
 """Each journal entry names the kind of operation that recorded it (NULL for entries older than this),
 so a replay that meets another kind's outcome at a path fails instead of returning it."""
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3)
+_V4: Final[Migration] = (
+    """
+    CREATE TABLE conversations (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        conversation TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY (run_id, conversation)
+    )
+    """,
+)
+"""Each conversation's head: the backend's state after its last successful turn (its message list, or
+pi's session file), written with the turn's journal entry so a resumed conversation continues it."""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4)
 """Migration `i` takes a store from version `i` to version `i + 1`."""
 
 _V1_TABLES: Final = frozenset({"runs", "launches", "journal", "agents", "events", "leases"})

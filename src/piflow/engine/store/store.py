@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from piflow.engine.events import BUDGET_EVENT
 from piflow.engine.journal import OperationKind, checkpoint_path
-from piflow.engine.lifecycle import CheckpointState
+from piflow.engine.lifecycle import CheckpointState, DecisionState
 from piflow.engine.store.location import create_private_file
 from piflow.engine.store.process import host_name, process_alive, process_start
 from piflow.engine.store.records import (
@@ -159,6 +159,16 @@ class RunStore:
     def location(self) -> Path:
         """The database file; run directories (worktrees) live beside it."""
         return Path(self._location)
+
+    def run_dir(self, run_id: str) -> Path:
+        """The run's own directory (worktrees, worker log, transcripts): `<store dir>/runs/<runId>`."""
+        return self.location.parent / "runs" / run_id
+
+    def own_paths(self) -> list[Path]:
+        """Every file and directory of the store: what a snapshot of a repository holding it leaves out."""
+        return [self.location.with_name(self.location.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")] + [
+            self.location.parent / "runs"
+        ]
 
     def close(self) -> None:
         """Close the connection; an open batch is rolled back by SQLite."""
@@ -412,10 +422,22 @@ class RunStore:
         if cursor.rowcount == 0:
             raise _unknown(("run", run_id))
 
-    def delete_run(self, run_id: str) -> None:
-        """Delete the run and everything that belongs to it (worktrees on disk are the caller's)."""
-        if self._execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
-            raise _unknown(("run", run_id))
+    def delete_run(self, run_id: str, owner_token: str | None = None) -> None:
+        """Delete the run and everything that belongs to it (worktrees on disk are the caller's).
+
+        With `owner_token`, only while that token holds the run's lease (`RUN_OWNED` otherwise):
+        the deleter took the lease first, so no owner can start between its checks and the delete.
+        """
+        subject = ("run", run_id)
+        with self._write(savepoint=True, subject=subject) as connection:
+            if owner_token is not None:
+                holder = connection.execute(
+                    "SELECT owner_token, pid FROM leases WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if holder is not None and holder[0] != owner_token:
+                    raise _owned(run_id, holder[1])
+            if connection.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+                raise _unknown(subject)
 
     # -- journal (spec G.3) ------------------------------------------------------------------
     def journal(self, run_id: str) -> dict[str, Any]:
@@ -467,6 +489,24 @@ class RunStore:
         cursor = self._execute(_JOURNAL_INSERT, (run_id, path, encode_json(value), kind), ("run", run_id))
         if cursor.rowcount == 0:
             raise _duplicate_path(path)
+
+    # -- conversation heads (spec J.6) -------------------------------------------------------
+    def conversation_head(self, run_id: str, conversation: str) -> tuple[int, dict[str, Any]] | None:
+        """`(turn, backend state)` saved after the conversation's last successful turn, or None."""
+        with self._read(("run", run_id)) as connection:
+            row = connection.execute(
+                "SELECT turn, state FROM conversations WHERE run_id = ? AND conversation = ?", (run_id, conversation)
+            ).fetchone()
+        return None if row is None else (int(row[0]), decode_optional(row[1]))
+
+    def put_conversation_head(self, run_id: str, conversation: str, turn: int, state: dict[str, Any]) -> None:
+        """Make `state` the conversation's head at `turn` (in the transaction journaling that turn)."""
+        self._execute(
+            "INSERT INTO conversations (run_id, conversation, turn, state) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (run_id, conversation) DO UPDATE SET turn = excluded.turn, state = excluded.state",
+            (run_id, conversation, turn, encode_json(state)),
+            ("run", run_id),
+        )
 
     # -- agents and attempts -----------------------------------------------------------------
     def next_agent_number(self, run_id: str) -> int:
@@ -634,8 +674,9 @@ class RunStore:
         with self._write(subject=subject) as connection:
             cursor = connection.execute(
                 "UPDATE decisions SET state = ?, answered_at = ? "
-                "WHERE run_id = ? AND proposal_id = ? AND state = 'pending'",
-                ("approved" if approved else "rejected", time.time(), run_id, proposal_id),
+                "WHERE run_id = ? AND proposal_id = ? AND state = ?",
+                (DecisionState.APPROVED if approved else DecisionState.REJECTED, time.time(), run_id, proposal_id,
+                 DecisionState.PENDING),
             )
             if cursor.rowcount == 0:
                 self._require(connection, subject)
@@ -689,6 +730,15 @@ class RunStore:
                 ).fetchall()
                 if not rows:
                     self._require(connection, ("run", run_id))
+        return [EVENTS.decode(row) for row in rows]
+
+    def events_of_types(self, run_id: str, types: Collection[str]) -> list[EventRecord]:
+        """The run's events of the given types, in order (what a view folds, without decoding the rest)."""
+        marks = ", ".join("?" * len(types))
+        with self._read(("run", run_id)) as connection:
+            rows = connection.execute(
+                f"{EVENTS.select} WHERE run_id = ? AND type IN ({marks}) ORDER BY seq", (run_id, *types)
+            ).fetchall()
         return [EVENTS.decode(row) for row in rows]
 
     def change_counter(self) -> tuple[int, int]:
