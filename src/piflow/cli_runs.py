@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -22,30 +23,32 @@ from piflow.engine import control, events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
-from piflow.engine.lifecycle import ENDED
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, CheckpointState, DecisionState, RunState
 from piflow.engine.owner import lower_own_priority, start_owner
 from piflow.engine.progress import format_progress
 from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
-from piflow.engine.views import AgentDetailView, RunView, attention_key, observed_run, run_summary, run_view
+from piflow.engine.subagents.progress import event_line, host_words, stage_words
+from piflow.engine.subagents.views import SubagentsView
+from piflow.engine.views import AgentDetailView, AgentView, RunView, attention_key, observed_run, run_summary, run_view
 from piflow.engine.worker.boundary import TOO_DEEP, value_problem
-from piflow.errors import WorkflowError, format_workflow_failure
+from piflow.errors import WorkflowError
+from piflow.executors import add_executor_option, executor_for
 from piflow.view_wire import outcome_json, run_json, summary_json
 
-_SUCCESS_STATES = frozenset({"completed"})
-_FINISHED_STATES = frozenset({"completed", "stopped", "failed"})
+_FINISHED_STATES = frozenset({RunState.COMPLETED, RunState.STOPPED, RunState.FAILED})
 _RECENT_FINISHED: Final = 10
 _STATE_WORDS: Final = {
-    "queued": "queued, about to start",
-    "running": "running",
-    "pausing": "pausing: running agents finish first",
-    "paused": "paused: continue with `piflow resume {id}`",
-    "awaiting_input": "waiting for a checkpoint answer: `piflow approve|reject {id} NAME`",
-    "completed": "completed",
-    "failed": "failed",
-    "stopped": "stopped (final: a stopped run cannot be resumed; start it again with `piflow run`)",
-    "interrupted": "interrupted (its process ended): continue with `piflow resume {id}`",
-    "budget_exhausted": "stopped at its budget: raise it with `piflow resume {id} --budget PATCH`",
+    RunState.QUEUED: "queued, about to start",
+    RunState.RUNNING: "running",
+    RunState.PAUSING: "pausing: running agents finish first",
+    RunState.PAUSED: "paused: continue with `piflow resume {id}`",
+    RunState.AWAITING_INPUT: "waiting for a checkpoint answer: `piflow approve|reject {id} NAME`",
+    RunState.COMPLETED: "completed",
+    RunState.FAILED: "failed",
+    RunState.STOPPED: "stopped (final: a stopped run cannot be resumed; start it again with `piflow run`)",
+    RunState.INTERRUPTED: "interrupted (its process ended): continue with `piflow resume {id}`",
+    RunState.BUDGET_EXHAUSTED: "stopped at its budget: raise it with `piflow resume {id} --budget PATCH`",
 }
 
 
@@ -96,9 +99,9 @@ def write_on(out: TextIO, text: str) -> None:
         silence_stdout()
 
 
-def state_in_words(state: str, run_id: str) -> str:
+def state_in_words(state: RunState, run_id: str) -> str:
     """A run state as a sentence, with the command that moves it on where there is one."""
-    return _STATE_WORDS.get(state, state).format(id=run_id[:8])
+    return _STATE_WORDS[state].format(id=run_id[:8])
 
 
 def existing_store(cwd: str) -> RunStore:
@@ -140,13 +143,16 @@ class ProgressPrinter:
         if self.interactive:
             return
         payload = event.payload
-        if event.type == events.RUN_STATE_CHANGED:
+        subagents_line = event_line(event.type, payload)
+        if subagents_line is not None:
+            self._line(subagents_line)
+        elif event.type == events.RUN_STATE_CHANGED:
             self._line(f"state: {payload['previousState']} -> {payload['state']}")
         elif event.type == events.PHASE_CHANGED:
             self._line(f"phase: {payload['phase']}")
-        elif event.type == events.AGENT_STATE_CHANGED and payload["state"] in ("completed", "failed", "cancelled"):
+        elif event.type == events.AGENT_STATE_CHANGED and payload["state"] in AGENT_SETTLED:
             self._line(f"agent {payload['displayLabel']}: {payload['state']}")
-        elif event.type == events.CHECKPOINT_STATE_CHANGED and payload["state"] == "awaiting":
+        elif event.type == events.CHECKPOINT_STATE_CHANGED and payload["state"] == CheckpointState.AWAITING:
             self._line(
                 f"checkpoint {payload['name']} awaits an answer: piflow approve|reject {self.run_id[:8]} "
                 f"{payload['name']}"
@@ -226,7 +232,12 @@ async def follow(
 
 
 def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
-    view = run_view(engine.store, run_id)
+    return finish_view(run_view(engine.store, run_id), as_json=as_json, out=out)
+
+
+def finish_view(view: RunView, *, as_json: bool, out: TextIO) -> int:
+    """The end of `piflow run`: the result or error (JSON with --json); the exit code by state."""
+    run_id = view.run_id
     if as_json:
         shown = run_json(view)
         out.write(json.dumps({k: shown.get(k) for k in ("runId", "state", "result", "error")}) + "\n")
@@ -238,11 +249,10 @@ def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
             for worktree in view.worktrees:
                 out.write(f"Worktree: {worktree.branch} ({worktree.path})\n")
         elif view.error:
-            error = WorkflowError(view.error["code"], view.error["message"])
-            out.write(f"{view.state}: {error.code}: {format_workflow_failure(error)}\n")
+            out.write(f"{view.state}: {WorkflowError.from_json(view.error).headline()}\n")
         else:
             out.write(state_in_words(view.state, run_id) + "\n")
-    return 0 if view.state in _SUCCESS_STATES else 1
+    return 0 if view.state == RunState.COMPLETED else 1
 
 
 def _detach(argv: list[str]) -> int:
@@ -269,7 +279,7 @@ async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
     args.owned = run_id
     try:
         if args.owner_process:
-            _owner_started({"runId": run_id, "state": "running"})
+            _owner_started({"runId": run_id, "state": RunState.RUNNING})
             await engine.wait(run_id)
             return 0
         write_on(sys.stdout, run_id + "\n")
@@ -328,6 +338,14 @@ def read_script(name: str) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    request = _launch_request(args)
+    with open_store(request.cwd) as store:
+        async with Engine(store) as engine:
+            run_id = await engine.launch(request)
+            return await _drive(engine, run_id, args)
+
+
+def _launch_request(args: argparse.Namespace) -> LaunchRequest:
     if (args.script is None) == (args.workflow is None):
         raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
     script_path = Path(args.script).resolve() if args.script else None
@@ -336,7 +354,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
         print("piflow: no backend configured, agents answer from the scripted backend "
               "(set [piflow] backend in piflow.toml or pass --backend)", file=sys.stderr)
-    request = LaunchRequest(
+    return LaunchRequest(
         script=script,
         cwd=cwd,
         script_path=str(script_path) if script_path else None,
@@ -348,10 +366,6 @@ async def _run(args: argparse.Namespace) -> int:
         backend=args.backend,
         fixtures=str(Path(args.fixtures).resolve()) if args.fixtures else None,
     )
-    with open_store(cwd) as store:
-        async with Engine(store) as engine:
-            run_id = await engine.launch(request)
-            return await _drive(engine, run_id, args)
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -376,6 +390,8 @@ async def _resume(args: argparse.Namespace) -> int:
 def _control(args: argparse.Namespace, action: str) -> int:
     """pause, stop, approve, reject: requests on the store, which the run's owner carries out."""
     cwd = project_root(os.getcwd())
+    if (executor := executor_for(cwd, args)) is not None:
+        return executor.control(args, action)
     with existing_store(cwd) as store:
         record = control.find(store, resolve_run(store, args.run, cwd))
         if action == "pause":
@@ -395,12 +411,12 @@ async def _budget(args: argparse.Namespace) -> int:
         run_id = resolve_run(store, args.run, cwd)
         async with Engine(store) as engine:
             reply = engine.respond(run_id, proposal_id=args.proposal, approved=args.decision == "approve")
-            if args.owner_process and reply.state != "running":
+            if args.owner_process and reply.state != RunState.RUNNING:
                 _owner_started(outcome_json(replace(reply, run_id=run_id)))
                 return 0
             if not args.owner_process:
                 print(json.dumps(outcome_json(reply)))
-            if reply.state != "running":
+            if reply.state != RunState.RUNNING:
                 return 0 if reply.reason == "rejected" else 1
             with anyio.fail_after(10):
                 while run_id not in engine.active:
@@ -415,6 +431,8 @@ async def _budget(args: argparse.Namespace) -> int:
 
 def _runs(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
+    if (executor := executor_for(cwd, args)) is not None:
+        return executor.runs(args)
     path = store_path(cwd)
     summaries: list[dict[str, Any]] = []
     damaged: list[DamagedRecord] = []
@@ -472,6 +490,8 @@ def _print_other_projects(current: Path) -> None:
 
 def _show(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
+    if (executor := executor_for(cwd, args)) is not None:
+        return executor.show(args)
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
         if args.follow:
@@ -533,38 +553,92 @@ def format_run(view: RunView) -> str:
         lines.append(f"Budget: {json.dumps(view.budget.limits)}")
     if view.agent_list:
         lines.append("Agents:")
-    for number, detail in enumerate(view.agent_list, start=1):
+    for number, depth, detail in _ownership_order(view.agent_list):
         agent = detail.agent if isinstance(detail, AgentDetailView) else detail
         attempts = agent.attempts
+        pad = "  " * depth
         lines.append(
-            f"  #{number} {agent.label}: {agent.state}, {attempts} attempt{'s' if attempts != 1 else ''}, "
+            f"  {pad}#{number} {agent.label}: {agent.state}, {attempts} attempt{'s' if attempts != 1 else ''}, "
             f"{agent.tokens} tokens, ${agent.cost_usd:.4f}, model {agent.model}"
         )
         if agent.error:
-            lines.append(f"     error: {agent.error['code']}: {agent.error['message']}")
+            lines.append(f"     {pad}error: {agent.error['code']}: {agent.error['message']}")
         elif isinstance(detail, AgentDetailView) and detail.output.preview is not None:
-            lines.append(f"     output: {detail.output.preview}")
+            lines.append(f"     {pad}output: {detail.output.preview}")
         if not isinstance(detail, AgentDetailView):
             continue
         for attempt in detail.attempt_list[:-1]:  # earlier attempts only say why they were retried
             if attempt.error is not None:
-                lines.append(f"     attempt {attempt.number}: {attempt.error.code}: {attempt.error.message}")
+                lines.append(f"     {pad}attempt {attempt.number}: {attempt.error.code}: {attempt.error.message}")
         if detail.transcript_path:
-            lines.append(f"     transcript: {detail.transcript_path}")
+            lines.append(f"     {pad}transcript: {detail.transcript_path}")
     for checkpoint in view.checkpoints:
         lines.append(f"Checkpoint {checkpoint.name}: {checkpoint.state} ({checkpoint.prompt})")
     for worktree in view.worktrees:
         lines.append(f"Worktree {worktree.owner}: branch {worktree.branch} at {worktree.path}")
+    if view.subagents is not None:
+        lines.extend(format_subagents(view.subagents))
     for proposal in view.proposals:
-        if proposal.state == "pending":
+        if proposal.state == DecisionState.PENDING:
             lines.append(f"Budget proposal {proposal.proposal_id}: {json.dumps(proposal.payload['proposed'])}: "
                          f"`piflow budget approve|reject {summary.run_id[:8]} {proposal.proposal_id}`")
     if view.error:
-        error = WorkflowError(view.error["code"], view.error["message"])
-        lines.append(f"Error: {error.code}: {format_workflow_failure(error)}")
+        lines.append(f"Error: {WorkflowError.from_json(view.error).headline()}")
     if view.has_result:
         lines.append(f"Result: {json.dumps(view.result, ensure_ascii=False)}")
     return "\n".join(lines)
+
+
+def _ownership_order(
+    agent_list: Sequence[AgentDetailView | AgentView],
+) -> list[tuple[int, int, AgentDetailView | AgentView]]:
+    """The agents as an ownership tree (spec J.5): each child right under its parent, one level
+    deeper; `(number in launch order, depth, agent)`."""
+    numbered = list(enumerate(agent_list, start=1))
+    ids = {(d.agent if isinstance(d, AgentDetailView) else d).id for d in agent_list}
+    children: dict[str | None, list[tuple[int, AgentDetailView | AgentView]]] = {}
+    for number, detail in numbered:
+        parent = (detail.agent if isinstance(detail, AgentDetailView) else detail).parent_id
+        children.setdefault(parent if parent in ids else None, []).append((number, detail))
+    ordered: list[tuple[int, int, AgentDetailView | AgentView]] = []
+
+    def visit(parent: str | None, depth: int) -> None:
+        for number, detail in children.get(parent, []):
+            ordered.append((number, depth, detail))
+            visit((detail.agent if isinstance(detail, AgentDetailView) else detail).id, depth + 1)
+
+    visit(None, 0)
+    return ordered
+
+
+def format_subagents(view: SubagentsView) -> list[str]:
+    """`piflow show` of a pi-subagents run: children, host steps, lane boards, emits, console lines."""
+    lines: list[str] = []
+    if view.children:
+        lines.append("Children:")
+    for child in view.children:
+        line = f"  {child.key} ({child.agent}): {child.state}, {child.tokens} tokens, ${child.cost_usd:.4f}"
+        if child.output_reference:
+            line += f", output {child.output_reference}"
+        lines.append(line)
+        if child.error:
+            lines.append(f"     error: {child.error}")
+    if view.host_steps:
+        lines.append("Host steps:")
+    lines.extend(f"  {host_words(h.key, h.state, h.command, h.exit_code, h.duration_ms, h.output_path)}"
+                 for h in view.host_steps)
+    for board in view.boards:
+        lines.append(f"Lanes (runs.lanes #{board.call}):")
+        for lane in board.lanes:
+            stages = ", ".join(stage_words(s.key, s.state, s.verdict, s.error) for s in lane.stages)
+            lines.append(f"  {lane.key} {lane.state}: {stages}")
+    if view.emits:
+        lines.append("Emits:")
+    lines.extend(f"  {json.dumps(value, ensure_ascii=False)}" for value in view.emits)
+    if view.console:
+        lines.append("Console:")
+    lines.extend(f"  [{line.level}] {line.message}" for line in view.console)
+    return lines
 
 
 def register(commands: Any) -> None:
@@ -582,6 +656,7 @@ def register(commands: Any) -> None:
     run.add_argument("--json", action="store_true", help="print the final state and result as JSON")
     run.add_argument("--answer", action="append", metavar="NAME=approve|reject",
                      help="answer a checkpoint by label without asking (repeatable)")
+    add_executor_option(run)
     run.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
     run.add_argument("--script-stdin", action="store_true", help=argparse.SUPPRESS)  # an editor's unsaved text
     run.set_defaults(handler=lambda a: _detach_or(a, _run))
@@ -593,27 +668,32 @@ def register(commands: Any) -> None:
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--answer", action="append", metavar="NAME=approve|reject")
     resume.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    add_executor_option(resume)
     resume.set_defaults(handler=lambda a: _detach_or(a, _resume))
 
     runs = commands.add_parser("runs", help="list this project's runs")
     runs.add_argument("--all", action="store_true")
     runs.add_argument("--json", action="store_true")
+    add_executor_option(runs)
     runs.set_defaults(handler=_runs)
 
     show = commands.add_parser("show", help="show a run")
     show.add_argument("run")
     show.add_argument("--json", action="store_true")
     show.add_argument("--follow", action="store_true", help="print the run's events as they happen until it ends")
+    add_executor_option(show)
     show.set_defaults(handler=_show)
 
     for action in ("pause", "stop"):
         sub = commands.add_parser(action, help=f"{action} a run")
         sub.add_argument("run")
+        add_executor_option(sub)
         sub.set_defaults(handler=lambda a, action=action: _control(a, action))
     for action in ("approve", "reject"):
         sub = commands.add_parser(action, help=f"{action} a checkpoint")
         sub.add_argument("run")
         sub.add_argument("name", help="checkpoint label (ship, ship#2, ...)")
+        add_executor_option(sub)
         sub.set_defaults(handler=lambda a, action=action: _control(a, action))
 
     budget = commands.add_parser("budget", help="answer a budget adjustment proposal")
@@ -633,6 +713,11 @@ def _detach_or(args: argparse.Namespace, action: Any) -> int:
     args.script_text = sys.stdin.read() if getattr(args, "script_stdin", False) else None
     if getattr(args, "script", None) and args.script_text is None:
         read_script(args.script)
+    if action in (_run, _resume) and not args.owner_process:
+        script = getattr(args, "script", None)
+        cwd = project_root(str(Path(script).resolve().parent) if script else os.getcwd())
+        if (executor := executor_for(cwd, args)) is not None:
+            return executor.run(_launch_request(args), args) if action is _run else executor.control(args, "resume")
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])
     if args.owner_process:

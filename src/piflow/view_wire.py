@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from piflow.engine.control import ControlOutcome
+from piflow.engine.subagents.views import SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
@@ -33,6 +34,7 @@ def agent_json(agent: AgentView) -> dict[str, Any]:
         "costUsd": agent.cost_usd,
         "activity": agent.activity,
         "error": agent.error,
+        "parentId": agent.parent_id,
     }
 
 
@@ -100,9 +102,39 @@ def run_json(view: RunView) -> dict[str, Any]:
             ],
         }
     )
+    if view.subagents is not None:
+        shown["subagents"] = subagents_json(view.subagents)
     if view.has_result:
         shown["result"] = view.result
     return shown
+
+
+def subagents_json(view: SubagentsView) -> dict[str, Any]:
+    """A pi-subagents run's children, host steps, lane boards, emits and console lines."""
+    return {
+        "children": [
+            {"key": c.key, "agent": c.agent, "state": c.state, "runId": c.child_run_id, "model": c.model,
+             "tokens": c.tokens, "costUsd": c.cost_usd, "outputReference": c.output_reference, "error": c.error}
+            for c in view.children
+        ],
+        "hostSteps": [
+            {"key": h.key, "command": h.command, "state": h.state, "exitCode": h.exit_code,
+             "durationMs": h.duration_ms, "outputPath": h.output_path, "error": h.error}
+            for h in view.host_steps
+        ],
+        "lanes": [
+            {"call": board.call, "lanes": [
+                {"key": lane.key, "state": lane.state, "failedStage": lane.failed_stage, "stages": [
+                    {"key": s.key, "state": s.state, "verdict": s.verdict, "error": s.error, "runId": s.child_run_id}
+                    for s in lane.stages
+                ]}
+                for lane in board.lanes
+            ]}
+            for board in view.boards
+        ],
+        "emits": view.emits,
+        "console": [{"level": line.level, "message": line.message} for line in view.console],
+    }
 
 
 def outcome_json(outcome: ControlOutcome) -> dict[str, Any]:

@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from piflow.config import CHILD_AGENT_TOOL
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
+from piflow.engine.children import ChildAgents
 from piflow.engine.journal import OperationKind, conversation_name
 from piflow.engine.lifecycle import AGENT_SETTLED, AgentState
 from piflow.engine.prompts import attempt_prompt
 from piflow.engine.resolution import AgentSpec, resolve_model
-from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered
+from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered, setup_summary
 from piflow.engine.store import AgentRecord, AttemptRecord
 from piflow.errors import WorkflowError
 
@@ -49,6 +51,8 @@ def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any
         payload["role"] = rec.role
     if rec.worktree_owner is not None:
         payload["worktreeOwner"] = rec.worktree_owner
+    if rec.parent_id is not None:
+        payload["parentId"] = rec.parent_id
     if previous is not None:
         payload["previousState"] = previous
     return payload
@@ -138,8 +142,13 @@ class AgentRunner:
         conversation: str | None = None,
         turn: int = 0,
         parent_breadcrumb: str | None = None,
+        parent: AgentRunner | None = None,
     ) -> None:
         self.turn = turn
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        """How many ancestors this agent has (a script's agent has none)."""
+        self._holds_permit = False
+        self._waiting_for_children = 0
         self.run = run
         self.spec = spec
         self.task = task
@@ -149,7 +158,8 @@ class AgentRunner:
         self.conversation = conversation
         n = run.next_agent_number()
         now = time.time()
-        self.record = AgentRecord(
+        parent_id: str | None = None if parent is None else parent.record.id
+        self.record: AgentRecord = AgentRecord(
             id=f"{run.id}:{n}",
             run_id=run.id,
             n=n,
@@ -162,7 +172,7 @@ class AgentRunner:
             state=AgentState.QUEUED,
             structural_path=list(structural_path),
             journal_path=journal_path,
-            parent_id=None,
+            parent_id=parent_id,
             parent_breadcrumb=parent_breadcrumb,
             worktree_owner=worktree_owner,
             attempts=0,
@@ -256,10 +266,33 @@ class AgentRunner:
             with anyio.CancelScope(shield=True):
                 self._settle_cancelled()
             raise
+        self._holds_permit = True
         try:
             return await self._attempts()
         finally:
+            if self._holds_permit:
+                self._holds_permit = False
+                run.scheduler.release(run.id)
+
+    async def wait_for_child(self, done: anyio.Event) -> None:
+        """Wait in `waiting_for_child` without a permit, so a child can run in it (spec J.1).
+
+        Concurrent waits (parallel tool calls) share one release; the last to end re-queues.
+        """
+        run = self.run
+        if self._waiting_for_children == 0:
+            self._update(state=AgentState.WAITING_FOR_CHILD)
+            self._holds_permit = False
             run.scheduler.release(run.id)
+        self._waiting_for_children += 1
+        try:
+            await done.wait()
+        finally:
+            self._waiting_for_children -= 1
+        if self._waiting_for_children == 0:
+            await run.scheduler.acquire(run.id)
+            self._holds_permit = True
+            self._update(state=AgentState.RUNNING)
 
     def _settle_cancelled(self) -> None:
         if self.record.state not in AGENT_SETTLED:
@@ -334,10 +367,12 @@ class AgentRunner:
             system_append=spec.system_append,
         )
         hooks = ordered(run.extensions.setup_hooks)
+        summary = setup_summary(setup, hooks)
         if hooks:
-            context = {"run": {"cwd": run.cwd, "runId": run.id, "workflow": run.workflow_name},
-                       "identity": {"agentId": self.record.id, "journalPath": self.journal_path}, "attempt": attempt}
-            setup, _summary = await apply_hooks(
+            facts = run.functions.facts if run.functions is not None else {}
+            context = {"run": facts, "identity": {"agentId": self.record.id, "journalPath": self.journal_path},
+                       "attempt": attempt, "signal": facts.get("signal")}
+            setup, summary = await apply_hooks(
                 hooks, setup, context, lambda requested: resolve_model(requested, run.resolution)
             )
         request = AttemptRequest(
@@ -351,6 +386,7 @@ class AgentRunner:
                 run.workflow_name,
                 label,
                 setup.task,
+                parent_id=self.record.parent_id,
                 retry_of=(attempt, previous_error) if previous_error is not None else None,
                 soft_instruction=soft,
             ),
@@ -359,11 +395,12 @@ class AgentRunner:
             tools=setup.tools,
             cwd=setup.cwd,
             role=spec.role,
-            system_append=spec.system_append,
+            system_append=setup.system_append,
             output_schema=spec.output_schema,
             options=spec.options,
             conversation=self.conversation,
             turn=self.turn,
+            parent_id=self.record.parent_id,
         )
         started = time.time()
         error: WorkflowError | None = None
@@ -371,9 +408,9 @@ class AgentRunner:
         try:
             if spec.timeout_ms is not None:
                 with anyio.fail_after(spec.timeout_ms / 1000):
-                    value = await run.backend.run_attempt(request, control)
+                    value = await self._run_backend(request, control)
             else:
-                value = await run.backend.run_attempt(request, control)
+                value = await self._run_backend(request, control)
         except TimeoutError:
             error = WorkflowError("AGENT_TIMEOUT", "Agent attempt timed out")
         except WorkflowError as exc:
@@ -400,6 +437,7 @@ class AgentRunner:
                     cost_usd=control.usage.cost_usd,
                     transcript_path=control.transcript_path,
                     session_id=control.session_id,
+                    setup=summary,
             )
             self._stage(lambda: run.store.put_attempt(attempt_record))
         if error is not None:
@@ -413,4 +451,21 @@ class AgentRunner:
         self._update(state=AgentState.COMPLETED, activity=None, **self._accounting_fields())
         self._stage(run.persist_usage)
         await self._commit()
+        return value
+
+    async def _run_backend(self, request: AttemptRequest, control: _Control) -> Any:
+        """The backend's attempt; with the `agent` tool, inside the scope its children live in."""
+        if CHILD_AGENT_TOOL not in request.tools:
+            return await self.run.backend.run_attempt(request, control)
+        failure: Exception | None = None
+        value: Any = None
+        async with anyio.create_task_group() as group:
+            try:
+                value = await self.run.backend.run_attempt(replace(request, children=ChildAgents(self, group)), control)
+            except Exception as exc:  # re-raised below as itself, not wrapped in the group's ExceptionGroup
+                failure = exc
+            finally:
+                group.cancel_scope.cancel()  # uncollected children end with their parent (spec J.1)
+        if failure is not None:
+            raise failure
         return value

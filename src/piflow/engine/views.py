@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, CheckpointState, RunState
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, CheckpointState, DecisionState, RunState
 from piflow.engine.store import AgentRecord, AttemptRecord, RunRecord, RunStore
+from piflow.engine.subagents.views import SubagentsView, subagents_view
 from piflow.errors import WorkflowError
 
 OUTPUT_INLINE_BYTES: Final = 64 * 1024
@@ -54,6 +55,8 @@ class AgentView:
     cost_usd: float
     activity: str | None
     error: dict[str, Any] | None
+    parent_id: str | None = None
+    """The agent that started this one as its child (spec J.5); None for a script's agent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +122,7 @@ class CheckpointView:
 @dataclass(frozen=True, slots=True)
 class ProposalView:
     proposal_id: str
-    state: str
+    state: DecisionState
     payload: dict[str, Any]
     """The decision's payload as the store keeps it (the proposal's spec fields)."""
 
@@ -164,6 +167,8 @@ class RunView:
     proposals: list[ProposalView]
     worktrees: list[WorktreeView]
     result: Any
+    subagents: SubagentsView | None = None
+    """A pi-subagents run's children, host steps, lane boards, emits and console (detailed views only)."""
 
     @property
     def run_id(self) -> str:
@@ -211,11 +216,21 @@ def agent_view(agent: AgentRecord) -> AgentView:
         cost_usd=round(agent.cost_usd, 10),
         activity=agent.activity,
         error=agent.error,
+        parent_id=agent.parent_id,
     )
 
 
 def run_summary(run: RunRecord, agents: list[AgentRecord]) -> RunSummaryView:
-    """One line's worth of a run: for lists and pickers."""
+    """One line's worth of a run: for lists and pickers (reading its agents finds a damaged one)."""
+    return _summary(run, len(agents), sum(1 for a in agents if a.state in AGENT_SETTLED))
+
+
+def summary_of(store: RunStore, run: RunRecord) -> RunSummaryView:
+    """A run's summary with its agents counted, not read: what an editor redraws while big runs go on."""
+    return _summary(run, *store.agent_counts(run.id, AGENT_SETTLED))
+
+
+def _summary(run: RunRecord, agents_total: int, agents_settled: int) -> RunSummaryView:
     usage = run.usage or {}
     return RunSummaryView(
         run_id=run.id,
@@ -224,8 +239,8 @@ def run_summary(run: RunRecord, agents: list[AgentRecord]) -> RunSummaryView:
         cwd=run.cwd,
         state=run.state,
         phase=run.phase,
-        agents_total=len(agents),
-        agents_settled=sum(1 for a in agents if a.state in AGENT_SETTLED),
+        agents_total=agents_total,
+        agents_settled=agents_settled,
         cost_usd=usage.get("costUsd", 0),
         tokens=usage.get("tokens", 0),
         created_at=run.created_at,
@@ -348,6 +363,7 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False) -> RunView:
         proposals=[ProposalView(d.proposal_id, d.state, d.payload) for d in store.decisions(run_id)],
         worktrees=[WorktreeView(w.owner, w.branch, w.path, w.base) for w in store.worktrees(run_id)],
         result=run.result if run.state == RunState.COMPLETED else None,
+        subagents=subagents_view(store, run_id, run.state, agents) if details else None,
     )
 
 

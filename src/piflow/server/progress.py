@@ -24,6 +24,7 @@ from lsprotocol import types
 
 from piflow.engine import events
 from piflow.engine.lifecycle import ENDED
+from piflow.engine.subagents.progress import SUBAGENT_PROGRESS, event_line
 from piflow.errors import WorkflowError, format_workflow_failure
 from piflow.server import protocol
 from piflow.server.base import LanguageFeature, PiflowServer
@@ -106,6 +107,9 @@ class RunNotifications(LanguageFeature):
             self.server.notify_custom(
                 "piflow/log", protocol.RunLog(run_id=event.run_id, message=str(payload.get("message", ""))).to_wire()
             )
+        elif kind in SUBAGENT_PROGRESS and (line := event_line(kind, payload)) is not None:
+            # a pi-subagents emit, host step or lane stage, as `piflow show --follow` prints it
+            self.server.notify_custom("piflow/log", protocol.RunLog(run_id=event.run_id, message=line).to_wire())
 
     async def _uri(self, event: RunEvent) -> str | None:
         """The script of a run (remembered from its snapshots; looked up the first time)."""
@@ -150,7 +154,7 @@ class RunNotifications(LanguageFeature):
             self._uris[run_id] = progress["uri"]
             if custom:
                 # validated and converted in a worker thread: a run's first snapshot can hold thousands of agents
-                wire, agents = await self.server.run_in_thread(_wire_progress, progress, sent)
+                wire, agents = await self._runs.in_thread(_wire_progress, progress, sent)
                 if sent is None:
                     self._sent_agents[run_id] = agents
                 self.server.notify_custom("piflow/runProgress", wire)
@@ -286,7 +290,7 @@ def _finished_message(view: dict[str, Any]) -> types.ShowMessageParams:
             result = result[: _RESULT_PREVIEW - 1] + "…"
         return types.ShowMessageParams(types.MessageType.Info, f"Workflow {name} completed: {result}")
     if error:
-        prose = format_workflow_failure(WorkflowError(error.get("code", "INTERNAL_ERROR"), error.get("message", "")))
+        prose = format_workflow_failure(WorkflowError.from_json(error))
         kind = types.MessageType.Error if state == "failed" else types.MessageType.Warning
         return types.ShowMessageParams(kind, f"Workflow {name} {state.replace('_', ' ')}: {prose}")
     return types.ShowMessageParams(types.MessageType.Warning, f"Workflow {name} {state.replace('_', ' ')}.")

@@ -101,6 +101,8 @@ class AgentProgress(Message):
     tokens: int
     cost_usd: float
     activity: str | None
+    parent_id: str | None = None
+    """The agent that started this one as its child (spec J.5); null for a script's agent."""
 
 
 class AwaitingCheckpoint(Message):
@@ -332,6 +334,8 @@ class AgentDetail(Message):
     cost_usd: float
     activity: str | None
     journal_path: str | None = None
+    parent_id: str | None = None
+    """The agent that started this one as its child (spec J.5); null for a script's agent."""
     error: ErrorInfo | None = None
     output_preview: str | None
     """One line of at most 200 characters (a string output itself, anything else as JSON), ending in
@@ -363,6 +367,73 @@ class BudgetDetail(Budget):
     version: int
 
 
+class ChildDetail(Message):
+    """A child of a pi-subagents run: `runId` is the child's own run id (what `runs.ref` shows);
+    `outputReference` is the file its output was saved to, once it completed."""
+
+    key: str
+    agent: str
+    state: str
+    run_id: str | None
+    model: str | None
+    tokens: int
+    cost_usd: float
+    output_reference: str | None
+    error: str | None
+
+
+class HostStepDetail(Message):
+    """A `runs.host` step: running, passed, failed, timed-out, stopped or interrupted; `outputPath` is its log."""
+
+    key: str
+    command: str | None
+    state: str
+    exit_code: int | None
+    duration_ms: int | None
+    output_path: str | None
+    error: str | None
+
+
+class LaneStageDetail(Message):
+    """pending, running, completed, blocked, failed, stopped, detached or skipped."""
+
+    key: str
+    state: str
+    verdict: str | None
+    error: str | None
+    run_id: str | None
+
+
+class LaneDetail(Message):
+    key: str
+    state: str
+    """running, complete or blocked."""
+    failed_stage: str | None
+    stages: list[LaneStageDetail]
+
+
+class LaneBoard(Message):
+    """The board of the script's `call`-th `runs.lanes`, as it last changed."""
+
+    call: int
+    lanes: list[LaneDetail]
+
+
+class ConsoleLine(Message):
+    level: str
+    message: str
+
+
+class SubagentsDetail(Message):
+    """What a pi-subagents run did besides its agents: children, host steps, lane boards, emits, console."""
+
+    children: list[ChildDetail]
+    host_steps: list[HostStepDetail]
+    lanes: list[LaneBoard]
+    emits: list[Any]
+    console: list[ConsoleLine]
+
+
 class RunSnapshot(Message):
     """Everything about one run; engine fields not listed here are passed through unchanged."""
 
@@ -381,6 +452,8 @@ class RunSnapshot(Message):
     tokens: int | float
     error: ErrorInfo | None = None
     result: Any = None
+    subagents: SubagentsDetail | None = None
+    """Present for a pi-subagents run with children, host steps, lanes, emits or console lines."""
 
 
 # -- initialization ---------------------------------------------------------------------------

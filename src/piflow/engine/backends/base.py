@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from piflow.config.model_refs import ModelRef
+
+if TYPE_CHECKING:
+    from piflow.engine.tools.registry import ChildAgents
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ class AttemptRequest:
     """The conversation id when this attempt is a conversation turn (continues its session)."""
     turn: int = 0
     """The turn number (1 for a conversation's first) when `conversation` is set."""
+    children: ChildAgents | None = None
+    """The attempt's direct children (spec J.5), when its tools include `agent`."""
+    parent_id: str | None = None
+    """The parent agent's id, when this attempt is a child's."""
 
 
 class AttemptControl(Protocol):

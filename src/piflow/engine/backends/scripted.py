@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_text
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
@@ -19,7 +17,9 @@ from piflow.errors import ERROR_CODES, WorkflowError
 
 _MATCH_KEYS = frozenset({"label", "role", "model", "prompt", "key", "agent", "task"})
 """`key`, `agent` and `task` name a pi-subagents child (its workflow key, agent and task pattern)."""
-_RULE_KEYS = frozenset({"match", "text", "json", "fail", "times", "latencyMs", "tokens", "costUsd"})
+_RULE_KEYS = frozenset({
+    "match", "text", "json", "fail", "times", "latencyMs", "tokens", "costUsd", "toolCalls", "spawn", "steer",
+})
 _DEFAULT_KEYS = frozenset({"latencyMs", "tokens", "costUsd"})
 
 
@@ -51,10 +51,20 @@ class Fixtures:
             raise WorkflowError("CONFIG_ERROR", f"Cannot read scripted fixtures: {exc}") from None
         except OSError as exc:
             raise WorkflowError("CONFIG_ERROR", f"Cannot read scripted fixtures {path}: {exc.strerror}") from None
-        try:
-            data = json.loads(text) if path.suffix == ".json" else YAML(typ="safe", pure=True).load(text)
-        except (json.JSONDecodeError, YAMLError) as exc:
-            raise WorkflowError("CONFIG_ERROR", f"Invalid scripted fixtures {path}: {exc}") from None
+        if path.suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise WorkflowError("CONFIG_ERROR", f"Invalid scripted fixtures {path}: {exc}") from None
+        else:
+            # Imported here: a run without YAML fixtures does not pay for ruamel.yaml (~15 ms).
+            from ruamel.yaml import YAML
+            from ruamel.yaml.error import YAMLError
+
+            try:
+                data = YAML(typ="safe", pure=True).load(text)
+            except YAMLError as exc:
+                raise WorkflowError("CONFIG_ERROR", f"Invalid scripted fixtures {path}: {exc}") from None
         return cls.from_json(data or {}, str(path))
 
     @classmethod
@@ -103,6 +113,14 @@ class Fixtures:
             _non_negative(rule.get("latencyMs", 0), bad, f"{where}.latencyMs")
             _non_negative(rule.get("costUsd", 0), bad, f"{where}.costUsd")
             _tokens(rule.get("tokens"), bad, f"{where}.tokens")
+            spawn = rule.get("spawn", [])
+            if not isinstance(spawn, list) or not all(isinstance(child, dict) for child in spawn):
+                raise bad(f"{where}.spawn must be a list of child agent parameters ({{prompt, label, ...}})")
+            if "steer" in rule and (not isinstance(rule["steer"], str) or not spawn):
+                raise bad(f"{where}.steer must be a message string, next to spawn")
+            calls = rule.get("toolCalls", 0)
+            if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+                raise bad(f"{where}.toolCalls must be a non-negative integer")
             fixtures.rules.append(_Rule(index, match, pattern, rule, times))
         return fixtures
 
@@ -185,6 +203,22 @@ def minimal_value(schema: Any) -> Any:
     return None
 
 
+async def _children(answer: dict[str, Any], request: AttemptRequest) -> list[dict[str, Any]] | None:
+    """A rule's `spawn`: start every child (as the `agent` tool would), send `steer` to each, then
+    wait for them in order; their `{id, ok, value|error}` results (None without `spawn`)."""
+    spawn = answer.get("spawn")
+    if not spawn:
+        return None
+    if request.children is None:
+        raise WorkflowError("AGENT_FAILED", "This scripted answer spawns child agents, but the agent was not given "
+                            'the "agent" tool; add it to the agent\'s tools')
+    ids = [await request.children.spawn(dict(params)) for params in spawn]
+    if "steer" in answer:
+        for child_id in ids:
+            await request.children.steer(child_id, answer["steer"])
+    return [await request.children.result(child_id) for child_id in ids]
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
@@ -211,10 +245,15 @@ class ScriptedBackend:
         latency = answer.get("latencyMs", self.fixtures.latency_ms)
         if latency:
             await anyio.sleep(latency / 1000)
+        for _ in range(answer.get("toolCalls", 0)):  # simulated tool calls count against tool budgets
+            control.tool_call("scripted")
+        outcomes = await _children(answer, request)
         if "fail" in answer:
             raise WorkflowError(answer["fail"]["code"], answer["fail"]["message"])
         if "json" in answer:
             value: Any = answer["json"]
+        elif outcomes is not None:
+            value = outcomes
         elif "text" in answer:
             value = str(answer["text"])
         elif request.output_schema is not None:

@@ -27,6 +27,7 @@ from piflow.engine.subagents.children import (
     output_path,
     run_plan,
 )
+from piflow.engine.subagents.progress import SUBAGENT_EMIT
 from piflow.engine.worker.protocol import ChildItem, ChildrenCall, EmitCall, StateCall, StatusCall, SteerCall
 from piflow.errors import WorkflowError
 
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 STATE_LIMIT_BYTES: Final = 256 * 1024
 CONSOLE_LIMIT_BYTES: Final = 4096
-SUBAGENT_EMIT: Final = "piflow:subagents-emit"
-"""Event of an `emit(value)`: `{value}`. Console lines are `piflow:log` events with `console: level`."""
 
 
 def _failure(message: str) -> WorkflowError:
@@ -65,6 +64,10 @@ class SubagentCalls:
     def _next(self, what: str) -> int:
         n = self._counts[what] = self._counts.get(what, 0) + 1
         return n
+
+    def next_lanes_call(self) -> int:
+        """The number of a `runs.lanes` call in this execution (1, 2, …): its board's identity."""
+        return self._next("lanes")
 
     # -- children -------------------------------------------------------------------------------
     async def launch(self, call: ChildrenCall) -> Any:

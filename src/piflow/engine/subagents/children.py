@@ -24,8 +24,9 @@ import anyio
 from piflow.config.model_refs import ModelRef
 from piflow.engine.agents import AgentRunner
 from piflow.engine.journal import OperationKind, child_path, structural_path
-from piflow.engine.resolution import AgentSpec
+from piflow.engine.resolution import AgentSpec, default_tools
 from piflow.engine.subagents.agents import SnapshotAgents
+from piflow.engine.subagents.progress import SUBAGENT_CHILD
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def child_spec(plan: ChildPlan, agents: SnapshotAgents, run: ActiveRun) -> Agent
     timeout = params.get("timeoutMs")
     options: dict[str, Any] = {"key": plan.key, "agent": plan.agent}
     options.update({name: params[name] for name in _PASSED_THROUGH if name in params})
-    tools = definition.tools if definition.tools is not None else tuple(run.resolution.root_tools)
+    tools = definition.tools if definition.tools is not None else default_tools(run.resolution.root_tools)
     return AgentSpec(
         display_name=plan.key,
         label=plan.key,
@@ -169,6 +170,8 @@ async def run_plan(run: ActiveRun, plan: ChildPlan, agents: SnapshotAgents,
         save_output(plan, recorded.value)
         return child_result(plan, recorded.value), None
     spec = child_spec(plan, agents, run)
+    run.emit(SUBAGENT_CHILD, {"key": plan.key, "agent": plan.agent, "childRunId": plan.run_id,
+                              "outputReference": str(plan.output_path)})
     owner = structural_path("worktree", "child", plan.key) if plan.params.get("worktree") is True else None
     await run.lifecycle.enter()
     try:

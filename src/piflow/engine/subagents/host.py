@@ -27,6 +27,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from piflow.analysis.dialects.subagents import KEY_GRAMMAR
 from piflow.engine.journal import OperationKind, host_path
+from piflow.engine.subagents.progress import SUBAGENT_HOST
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -306,9 +307,15 @@ class HostSteps:
             await run.lifecycle.enter()
             try:
                 default_log = run.store.location.parent / "runs" / run.id / "host" / f"{step.key}.log"
-                result = await execute(step, Path(run.cwd), default_log)
+                run.emit(SUBAGENT_HOST, {"key": step.key, "command": step.command, "state": "running"})
+                try:
+                    result = await execute(step, Path(run.cwd), default_log)
+                except anyio.get_cancelled_exc_class():
+                    run.emit(SUBAGENT_HOST, {"key": step.key, "command": step.command, "state": "stopped"})
+                    raise
                 with run.batch():
                     run.operations.record(OperationKind.HOST, path, result)
+                    run.emit(SUBAGENT_HOST, {**result, "command": step.command})
             finally:
                 run.lifecycle.leave()
         if not result["ok"]:

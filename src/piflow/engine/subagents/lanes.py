@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from piflow.engine.subagents.progress import SUBAGENT_LANES
 from piflow.engine.worker.boundary import malformed_call
 from piflow.engine.worker.protocol import ChildItem, ChildrenCall
 from piflow.errors import WorkflowError
@@ -114,7 +115,34 @@ def _failed(key: str, error: WorkflowError) -> dict[str, Any]:
     return {"key": key, "ok": False, "output": error.message, "error": error.message, "artifactPaths": []}
 
 
-async def _run_lane(children: SubagentCalls, lane: Lane, first: Mapping[str, Any]) -> dict[str, Any]:
+class _Board:
+    """The board of one `runs.lanes` call as it fills in, published whole on every change (followers
+    redraw it; the last one is the result)."""
+
+    def __init__(self, children: SubagentCalls, lanes: Sequence[Lane]) -> None:
+        self._run = children.run
+        self.call = children.next_lanes_call()
+        self.lanes: list[dict[str, Any]] = [
+            {"key": lane.key, "state": "running", "stages": [{"key": s.key, "state": "pending"} for s in lane.stages]}
+            for lane in lanes
+        ]
+
+    def stage(self, lane: int, index: int, entry: dict[str, Any]) -> None:
+        self.lanes[lane]["stages"][index] = entry
+        self._publish(lane, entry)
+
+    def end(self, lane: int, shown: dict[str, Any]) -> None:
+        self.lanes[lane] = shown
+        changed = next((s for s in shown["stages"] if s["state"] not in ("completed", "skipped")), shown["stages"][-1])
+        self._publish(lane, changed)
+
+    def _publish(self, lane: int, entry: dict[str, Any]) -> None:
+        self._run.emit(SUBAGENT_LANES, {"call": self.call, "lanes": self.lanes, "lane": self.lanes[lane]["key"],
+                                        "stage": entry})
+
+
+async def _run_lane(children: SubagentCalls, lane: Lane, first: Mapping[str, Any], board: _Board,
+                    number: int) -> dict[str, Any]:
     """One lane from its first stage's result: later stages in order until one does not complete."""
     entries: list[dict[str, Any]] = []
 
@@ -133,6 +161,7 @@ async def _run_lane(children: SubagentCalls, lane: Lane, first: Mapping[str, Any
                     return blocked(index, {"key": stage.key, "state": "blocked",
                                            "error": "Previous stage did not return a retained run id."})
                 params["resume"] = run_id.strip()
+            board.stage(number, index, {"key": stage.key, "state": "running"})
             try:
                 previous = await children.launch_child(stage.child_key, params)
             except WorkflowError as exc:
@@ -141,21 +170,32 @@ async def _run_lane(children: SubagentCalls, lane: Lane, first: Mapping[str, Any
         if entry["state"] != "completed":
             return blocked(index, entry)
         entries.append(entry)
+        if index + 1 < len(lane.stages):
+            board.stage(number, index, entry)
     return {"key": lane.key, "state": "complete", "stages": entries}
 
 
 async def run_lanes(children: SubagentCalls, data: Any) -> list[dict[str, Any]]:
     """Serve `runs.lanes`: the board, one entry per lane in the order given."""
     lanes = parse_lanes(data)
+    board = _Board(children, lanes)
     batch = ChildrenCall(0, tuple(ChildItem(lane.stages[0].child_key, dict(lane.stages[0].params)) for lane in lanes),
                          True)
-    firsts: Sequence[dict[str, Any]] = await children.launch(batch)
-    board: list[dict[str, Any]] = [{} for _ in lanes]
+    for number in range(len(lanes)):
+        board.stage(number, 0, {"key": lanes[number].stages[0].key, "state": "running"})
+    try:
+        firsts: Sequence[dict[str, Any]] = await children.launch(batch)
+    except WorkflowError as exc:  # refused as a whole: no lane started
+        for number in range(len(lanes)):
+            board.stage(number, 0, {"key": lanes[number].stages[0].key, "state": "failed", "error": exc.message})
+        raise
+    result: list[dict[str, Any]] = [{} for _ in lanes]
 
     async def one(index: int) -> None:
-        board[index] = await _run_lane(children, lanes[index], firsts[index])
+        result[index] = await _run_lane(children, lanes[index], firsts[index], board, index)
+        board.end(index, result[index])
 
     async with anyio.create_task_group() as tasks:
         for index in range(len(lanes)):
             tasks.start_soon(one, index)
-    return board
+    return result
