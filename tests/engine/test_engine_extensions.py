@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import finished
+from engine_support import finished, wait_for
 
 from piflow.engine.engine import Engine, LaunchRequest
-from piflow.engine.extensions import ExtensionRegistry, FunctionContext, load_extensions
+from piflow.engine.extensions import ExtensionRegistry, load_extensions
+from piflow.engine.functions import FunctionContext
 from piflow.engine.store import RunStore
 from piflow.errors import WorkflowError
 
@@ -23,7 +31,7 @@ async def summarize(value: dict[str, Any], context: FunctionContext) -> dict[str
     return {"summary": answer, "run": context.run["workflow"]}
 
 
-EXTENSION = {
+EXTENSION: dict[str, Any] = {
     "version": "1.0.0",
     "headline": "Text tools",
     "description": "Helpers for text",
@@ -36,7 +44,7 @@ EXTENSION = {
         },
     },
     "variables": {
-        "team": {"description": "The team", "schema": {"type": "array"}, "resolve": lambda ctx: ["ada", "lin"]},
+        "team": {"description": "The team", "schema": {"type": "array"}, "resolve": lambda run: ["ada", "lin"]},
     },
     "workflows": {"hello": {"description": "Say hello", "script": "return `hello ${args}`"}},
 }
@@ -119,7 +127,8 @@ async def test_setup_hooks_adjust_every_attempt_in_priority_order(project: Path,
 
     async def early(setup: dict[str, Any], context: dict[str, Any]) -> None:
         order.append("early")
-        setup["options"]["tools"] = ["read"]
+        assert context["run"]["runId"] and not context["signal"].aborted
+        setup["sessionInput"]["tools"] = ["read", "grep"]
 
     reg = ExtensionRegistry()
     reg.register({"version": "1.0.0", "headline": "Policy", "description": "Adds a note",
@@ -131,6 +140,20 @@ async def test_setup_hooks_adjust_every_attempt_in_priority_order(project: Path,
     assert order == ["early", "late:1"]
     [agent] = store.agents(run_id)
     assert agent.state == "completed"
+    [attempt] = store.attempts(agent.id)
+    assert attempt.setup is not None
+    assert (attempt.setup["hookNames"], attempt.setup["tools"]) == (["early", "late"], ["read", "grep"])
+
+
+async def test_each_attempt_records_the_setup_it_ran_with(project: Path, store: RunStore) -> None:
+    async with Engine(store) as engine:
+        run_id = await engine.launch(LaunchRequest(script='return await agent("task", {tools: ["ls"]})',
+                                                   cwd=str(project)))
+        assert (await finished(engine, run_id)).state == "completed"
+    [agent] = store.agents(run_id)
+    [attempt] = store.attempts(agent.id)
+    assert attempt.setup is not None
+    assert (attempt.setup["hookNames"], attempt.setup["tools"], attempt.setup["cwd"]) == ([], ["ls"], str(project))
 
 
 async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path, store: RunStore) -> None:
@@ -144,9 +167,10 @@ async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path
         script = 'try { await agent("task", {retries: 3}) } catch (e) { return [e.code, e.message] }'
         run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
         record = await finished(engine, run_id)
-    assert record.result == ["AGENT_FAILED", "Agent setup hook broken failed: no credentials"]
+    assert record.result == ["AGENT_FAILED", "no credentials"]
     [agent] = store.agents(run_id)
     assert agent.attempts == 1
+    assert agent.error == {"code": "AGENT_FAILED", "message": "no credentials"}
 
 
 async def test_registered_workflows_run_by_name(project: Path, store: RunStore) -> None:
@@ -156,3 +180,335 @@ async def test_registered_workflows_run_by_name(project: Path, store: RunStore) 
         assert (record.workflow_name, record.result) == ("hello", "hello team")
         with pytest.raises(WorkflowError, match="Workflow is unavailable: nope"):
             await engine.launch(LaunchRequest(script="", workflow="nope", cwd=str(project)))
+
+
+def extension(**groups: Any) -> ExtensionRegistry:
+    reg = ExtensionRegistry()
+    reg.register({"version": "1.0.0", "headline": "Test", "description": "Test extension", **groups}, "test")
+    return reg
+
+
+def function(run: Any, output: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"description": "A function", "input": {"type": "object"}, "output": output or {"type": "object"},
+            "run": run}
+
+
+async def review(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+    reviews = await ctx.parallel("reviews", {
+        "style": lambda: ctx.agent(ctx.prompt("Check the style of {file} {{ok}}", {"file": value["file"]})),
+        "tests": lambda: ctx.agent("Check the tests", {"label": "tester"}),
+    })
+    piped = await ctx.pipeline("fix", {"one": "a"}, {
+        "draft": lambda v: ctx.agent(f"draft {v}"),
+        "polish": lambda v: v.upper(),
+    })
+    await ctx.phase("reviewing")
+    await ctx.log("reviewed")
+    nested = await ctx.invoke("shout", {"text": "hi"})
+    return {"reviews": reviews, "piped": piped, "nested": nested}
+
+
+async def shout(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+    return {"text": await ctx.agent(value["text"])}
+
+
+async def test_function_context_orchestrates_agents_in_the_callers_scope(project: Path, store: RunStore) -> None:
+    reg = extension(functions={"review": function(review), "shout": function(shout)})
+    script = 'const r = await parallel("outer", {x: () => review({file: "a.py"})}); return r.x'
+    async with Engine(store, extensions=reg) as engine:
+        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
+        record = await finished(engine, run_id)
+    assert record.state == "completed", record.error
+    assert record.result == {
+        "reviews": {"style": "[scripted] Check the style of a.py {ok}", "tests": "[scripted] Check the tests"},
+        "piped": {"one": "[SCRIPTED] DRAFT A"},
+        "nested": {"text": "[scripted] hi"},
+    }
+    assert record.phase == "reviewing"
+    agents = {tuple(a.structural_path): a for a in store.agents(run_id)}
+    assert set(agents) == {("outer", "x", "reviews", "style"), ("outer", "x", "reviews", "tests"),
+                           ("outer", "x", "fix", "one", "draft"), ("outer", "x")}
+    assert agents[("outer", "x", "reviews", "tests")].label == "tester"
+    assert agents[("outer", "x", "reviews", "style")].parent_breadcrumb == "review"
+    assert agents[("outer", "x")].parent_breadcrumb == "review > shout"
+    journal = store.journal(run_id)
+    parent = "function/outer/x/review/1"
+    assert journal[parent] == record.result
+    nested = [path for path in journal if path.startswith("function/nested/")]
+    assert nested == ["function/nested/function%2Fouter%2Fx%2Freview%2F1/outer/x/shout/occurrence%3A1"]
+    assert all("callsite%3Afunction%3Afunction%2Fouter%2Fx%2Freview%2F1" in (a.journal_path or "")
+               for a in agents.values() if a.parent_breadcrumb == "review")
+    assert [e.payload["message"] for e in store.events(run_id) if e.type == "piflow:log"] == ["reviewed"]
+    crumbs = {e.payload.get("parentBreadcrumb") for e in store.events(run_id) if "agentId" in e.payload}
+    assert crumbs == {"review", "review > shout"}
+
+
+async def test_host_side_orchestration_errors_read_like_the_scripts(project: Path, store: RunStore) -> None:
+    async def misuse(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+        problems: dict[str, Any] = {}
+        attempts: dict[str, Callable[[], Awaitable[Any]]] = {
+            "parallel": lambda: ctx.parallel(" ", {}),
+            "tasks": lambda: ctx.parallel("p", {"a": 1}),
+            "stages": lambda: ctx.pipeline("p", {"a": 1}, {}),
+            "worktree": lambda: ctx.with_worktree("", lambda: None),
+            "invoke": lambda: ctx.invoke("nope", {}),
+            "input": lambda: ctx.invoke("misuse", {"x": 1}),
+            "agent": lambda: ctx.agent(5),
+            "options": lambda: ctx.agent("x", {"thinking": "lots"}),
+        }
+        for key, attempt in attempts.items():
+            try:
+                await attempt()
+            except WorkflowError as exc:
+                problems[key] = [exc.code, exc.message]
+        try:
+            ctx.prompt("{a}", {"a": 1, "b": 2})
+        except WorkflowError as exc:
+            problems["prompt"] = [exc.code, exc.message]
+
+        async def second_fails() -> None:
+            raise WorkflowError("AGENT_FAILED", "second broke")
+
+        async def third_fails() -> None:
+            raise RuntimeError("third broke")
+
+        try:
+            await ctx.parallel("p", {"first": lambda: 1, "second": second_fails, "third": third_fails})
+        except WorkflowError as exc:
+            problems["first failure"] = [exc.code, exc.message, exc.failed_at]
+        return problems
+
+    reg = extension(functions={"misuse": function(misuse, {"type": "object"})})
+    reg.functions["misuse"] = reg.functions["misuse"].__class__(
+        "misuse", "A function", {"type": "object", "additionalProperties": False}, {"type": "object"}, misuse, "test")
+    async with Engine(store, extensions=reg) as engine:
+        run_id = await engine.launch(LaunchRequest(script="return await misuse({})", cwd=str(project)))
+        record = await finished(engine, run_id)
+    assert record.result == {
+        "parallel": ["INVALID_METADATA", "parallel requires a stable explicit name"],
+        "tasks": ["INVALID_METADATA", "parallel task values must be run functions"],
+        "stages": ["INVALID_METADATA", "pipeline requires at least one stage"],
+        "worktree": ["INVALID_METADATA", "withWorktree name must be a non-empty string"],
+        "invoke": ["MISSING_WORKFLOW", "Workflow function is unavailable: nope"],
+        "input": ["RESULT_INVALID", "Invalid input for misuse"],
+        "agent": ["AGENT_FAILED", "No agent bridge is available"],
+        "options": ["INVALID_METADATA", "agent thinking must be off, minimal, low, medium, high, xhigh, or max"],
+        "prompt": ["INVALID_METADATA", 'Unused prompt value "b"'],
+        "first failure": ["AGENT_FAILED", "second broke", None],
+    }
+
+
+def _answered(store: RunStore, run_id: str, label: str) -> bool:
+    return label not in [c.label for c in store.awaiting_checkpoints(run_id)]
+
+
+async def test_a_functions_checkpoint_waits_for_an_answer_and_returns_a_boolean(
+    project: Path, store: RunStore
+) -> None:
+    async def gate(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+        first = await ctx.checkpoint({"name": "ship", "prompt": "Ship it?", "context": {"files": 2}})
+        second = await ctx.checkpoint({"name": "ship", "prompt": "Really?", "context": None})
+        return {"answers": [first, second]}
+
+    async with Engine(store, extensions=extension(functions={"gate": function(gate)})) as engine:
+        run_id = await engine.launch(LaunchRequest(script="return await gate({})", cwd=str(project)))
+        for label, approved in (("ship", True), ("ship#2", False)):
+            awaiting = await wait_for(lambda: store.awaiting_checkpoints(run_id))
+            assert [c.label for c in awaiting] == [label]
+            waiting = store.get_run(run_id)
+            assert waiting is not None and waiting.state == "awaiting_input"
+            assert engine.respond(run_id, name=label, approved=approved).accepted
+            await wait_for(functools.partial(_answered, store, run_id, label))
+        record = await finished(engine, run_id)
+    assert record.state == "completed", record.error
+    assert record.result == {"answers": [True, False]}
+
+
+async def test_stopping_a_run_aborts_the_signal_extension_code_holds(project: Path, store: RunStore) -> None:
+    signals: list[Any] = []
+
+    async def watch(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+        signals.append(ctx.run["signal"])
+        await ctx.run["signal"].wait()
+        return {}
+
+    async with Engine(store, extensions=extension(functions={"watch": function(watch)})) as engine:
+        run_id = await engine.launch(LaunchRequest(script="return await watch({})", cwd=str(project)))
+        await wait_for(lambda: signals)
+        assert not signals[0].aborted
+        engine.stop(run_id)
+        record = await finished(engine, run_id)
+    assert record.state == "stopped"
+    assert signals[0].aborted and signals[0].reason.code == "CANCELLED"
+
+
+@pytest.mark.parametrize(("resolve", "message"), [
+    (lambda run: (_ for _ in ()).throw(RuntimeError("vault is sealed")), "token: vault is sealed"),
+    (lambda run: {"not": "a string"}, "token: Invalid output from token"),
+])
+async def test_a_failing_variable_fails_the_launch_and_saves_no_run(
+    project: Path, store: RunStore, resolve: Any, message: str
+) -> None:
+    seen: list[Any] = []
+
+    async def patient(run: Any) -> str:
+        seen.append(run)
+        await run["signal"].wait()  # only the first failure's abort ends this
+        return "never"
+
+    reg = extension(variables={
+        "token": {"description": "A token", "schema": {"type": "string"}, "resolve": resolve},
+        "slow": {"description": "Waits", "schema": {"type": "string"}, "resolve": patient},
+    })
+    async with Engine(store, extensions=reg) as engine:
+        with pytest.raises(WorkflowError) as failure:
+            await engine.launch(LaunchRequest(script="return token", cwd=str(project), name="vars"))
+    assert failure.value.message == message
+    assert store.list_runs() == []
+    assert seen[0]["workflow"] == "vars" and seen[0]["signal"].aborted
+
+
+CRASH_EXTENSION = '''
+def _note(path, text):
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(text + "\\n")
+
+
+async def outer(value, ctx):
+    _note(value["log"], "outer")
+    first = await ctx.invoke("step", {"log": value["log"], "name": "first"})
+    approved = await ctx.checkpoint({"name": "go", "prompt": "Go on?", "context": first})
+    second = await ctx.invoke("step", {"log": value["log"], "name": "second"})
+    return {"first": first, "approved": approved, "second": second}
+
+
+async def step(value, ctx):
+    _note(value["log"], value["name"])
+    return {"said": await ctx.agent("say " + value["name"])}
+
+
+OBJECT = {"type": "object"}
+EXTENSION = {
+    "version": "1.0.0", "headline": "Crash", "description": "Nested functions with side effects",
+    "functions": {
+        "outer": {"description": "Runs two steps around a checkpoint", "input": OBJECT, "output": OBJECT,
+                  "run": outer},
+        "step": {"description": "One step with an agent", "input": OBJECT, "output": OBJECT, "run": step},
+    },
+}
+'''
+
+
+def _install_extension(root: Path, module: str, source: str) -> str:
+    """An extension installed the way users do: a module and its entry point in `piflow.extensions`."""
+    root.mkdir()
+    (root / f"{module}.py").write_text(source)
+    dist = root / f"{module}-1.0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0.0\n")
+    (dist / "entry_points.txt").write_text(f"[piflow.extensions]\n{module} = {module}:EXTENSION\n")
+    return str(root)
+
+
+def _await_checkpoint(store: RunStore, process: subprocess.Popen[str]) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = store.list_runs()
+        if runs and store.awaiting_checkpoints(runs[0].id):
+            return runs[0].id
+        if process.poll() is not None:
+            pytest.fail(f"piflow exited {process.returncode} early: {process.communicate()[1]}")
+        time.sleep(0.02)
+    process.kill()
+    pytest.fail("the run never reached its checkpoint")
+
+
+def test_kill_and_resume_reruns_no_completed_nested_function(project: Path, tmp_path: Path) -> None:
+    from piflow.engine.environment import store_path
+
+    side_effects = project / "side-effects.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [_install_extension(tmp_path / "ext", "crash_ext", CRASH_EXTENSION), os.environ.get("PYTHONPATH", "")])}
+    (project / "flow.workflow.js").write_text("return await outer({log: args.log})")
+
+    def piflow(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "piflow", *args], cwd=project, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    with RunStore.open(store_path(str(project))) as store:
+        first = piflow("run", "flow.workflow.js", "--args", json.dumps({"log": str(side_effects)}), "--json")
+        run_id = _await_checkpoint(store, first)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert side_effects.read_text().split() == ["outer", "first"]
+        resumed = piflow("resume", run_id[:8], "--json")
+        assert _await_checkpoint(store, resumed) == run_id
+        assert Engine(store).respond(run_id, name="go", approved=True).accepted
+        _out, err = resumed.communicate(timeout=60)
+        assert resumed.returncode == 0, err
+        record = store.get_run(run_id)
+        assert record is not None and record.state == "completed", record
+        assert record.result == {"first": {"said": "[scripted] say first"}, "approved": True,
+                                 "second": {"said": "[scripted] say second"}}
+        # The parent runs again from its top; its completed child and that child's agent do not.
+        assert side_effects.read_text().split() == ["outer", "first", "outer", "second"]
+        agents = [a for a in store.agents(run_id) if a.state == "completed"]
+        assert sorted(a.parent_breadcrumb or "" for a in agents) == ["outer > step", "outer > step"]
+        assert len({a.journal_path for a in agents}) == 2
+
+
+async def test_variables_resolve_again_on_resume_and_a_failure_leaves_the_run_as_it_was(
+    project: Path, store: RunStore
+) -> None:
+    sealed: list[bool] = []
+
+    def token(run: Any) -> str:
+        if sealed:
+            raise WorkflowError("CONFIG_ERROR", "the vault is sealed")
+        return "t-1"
+
+    reg = extension(variables={"token": {"description": "A token", "schema": {"type": "string"}, "resolve": token}})
+    script = 'await checkpoint({name: "go", prompt: "Go?", context: null}); return token'
+    async with Engine(store, extensions=reg) as first:
+        run_id = await first.launch(LaunchRequest(script=script, cwd=str(project)))
+        await wait_for(lambda: store.awaiting_checkpoints(run_id))
+    sealed.append(True)
+    async with Engine(store, extensions=reg) as second:
+        with pytest.raises(WorkflowError) as failure:
+            await second.resume(run_id)
+        assert (failure.value.code, failure.value.message) == ("CONFIG_ERROR", "token: the vault is sealed")
+        record = store.get_run(run_id)
+        assert record is not None and record.state == "interrupted"
+        sealed.clear()
+        await second.resume(run_id)
+        await wait_for(lambda: store.awaiting_checkpoints(run_id))
+        second.respond(run_id, name="go", approved=True)
+        assert (await finished(second, run_id)).result == "t-1"
+
+
+async def test_function_agents_run_in_the_worktree_of_their_call_site(project: Path, store: RunStore) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=project, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init")
+
+    async def fixer(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
+        inherited = await ctx.agent("in the script's worktree", {"label": "inherited"})
+        own = await ctx.with_worktree("own", lambda: ctx.agent("in my worktree", {"label": "own"}))
+        unnamed = await ctx.withWorktree(lambda: ctx.agent("in a fresh worktree", {"label": "fresh"}))
+        return {"values": [inherited, own, unnamed]}
+
+    reg = extension(functions={"fixer": function(fixer)})
+    async with Engine(store, extensions=reg) as engine:
+        run_id = await engine.launch(LaunchRequest(script='return await withWorktree("w", () => fixer({}))',
+                                                   cwd=str(project)))
+        record = await finished(engine, run_id)
+    assert record.state == "completed", record.error
+    owners = {a.label: a.worktree_owner for a in store.agents(run_id)}
+    assert owners["inherited"] == "worktree/named/w"
+    assert owners["own"] == "worktree/named/own"
+    assert (owners["fresh"] or "").startswith("worktree/unnamed/callsite%3Afunction%3Afunction%2Ffixer%2F1/")
+    cwds = {a.label: store.attempts(a.id)[0].setup["cwd"] for a in store.agents(run_id)}  # type: ignore[index]
+    assert len(set(cwds.values())) == 3 and str(project) not in cwds.values()
+    assert {w.owner for w in store.worktrees(run_id)} == set(owners.values())

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from piflow.config import CHILD_AGENT_TOOL
+from piflow.config.agent_definitions import is_provider_failure
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
@@ -53,6 +54,8 @@ def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any
         payload["worktreeOwner"] = rec.worktree_owner
     if rec.parent_id is not None:
         payload["parentId"] = rec.parent_id
+    if rec.parent_breadcrumb is not None:
+        payload["parentBreadcrumb"] = rec.parent_breadcrumb
     if previous is not None:
         payload["previousState"] = previous
     return payload
@@ -321,7 +324,7 @@ class AgentRunner:
         except WorkflowError as exc:
             raise await self._fail(exc) from None
         previous_error: str | None = None
-        attempt = 0
+        attempt = retried = 0
         try:
             while True:
                 attempt += 1
@@ -336,18 +339,38 @@ class AgentRunner:
                     return await self._one_attempt(attempt, previous_error)
                 except SetupFailed as exc:  # a throwing setup hook is not retried (spec L.5)
                     raise await self._fail(exc) from None
-                except ProviderRateLimited:
+                except ProviderRateLimited as exc:
+                    if self._fall_back(str(exc)):
+                        continue
                     await run.provider_pause()
                     attempt -= 1
                     continue
                 except WorkflowError as exc:
-                    if exc.code in _NOT_RETRIED or attempt > spec.retries:
+                    if exc.code == "AGENT_FAILED" and is_provider_failure(exc.message) and self._fall_back(exc.message):
+                        continue  # a fallback model is not a retry: `retries` still counts task failures only
+                    if exc.code in _NOT_RETRIED or retried >= spec.retries:
                         raise await self._fail(exc) from None
+                    retried += 1
                     previous_error = exc.message
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 self._settle_cancelled()
             raise
+
+    def _fall_back(self, failure: str) -> bool:
+        """Move to the next of `fallbackModels` after a provider failure; False when none is left.
+
+        The next attempt's set-up (its record) and the agent's record name the model that runs.
+        """
+        spec = self.spec
+        if not spec.fallback_models:
+            return False
+        self.spec = replace(spec, model=spec.fallback_models[0], fallback_models=spec.fallback_models[1:])
+        self._update(model=self.spec.model_text)
+        label = spec.label or spec.display_name
+        self.run.emit(events.RUN_WARNING, {"message": f"{label}: model {spec.model.name} failed with a provider "
+                                           f"failure ({failure}); trying fallback model {self.spec.model.name}"})
+        return True
 
     async def _one_attempt(self, attempt: int, previous_error: str | None) -> Any:
         run, spec = self.run, self.spec

@@ -76,6 +76,24 @@ class CallServer:
                 batch.sort(key=lambda answer: answer.id)
                 await settle(batch)
 
+    def replayed(self, call: WorkerCall) -> bool:
+        """Answer an agent call whose outcome is journaled now, without a task of its own: a resume
+        replays thousands, and a task each cost more than the rest of the replay (spec G.3)."""
+        journal = self.run.operations
+        if not len(journal) or not isinstance(call, AgentCall) or not isinstance(call.prompt, str):
+            return False
+        placement = call.placement
+        try:
+            recorded = journal.check(OperationKind.AGENT, agent_path(placement.path, call.call_site,
+                                                                     placement.occurrence))
+        except WorkflowError as exc:
+            self.finish(Settled(call.id, error=exc))
+            return True
+        if recorded is None:
+            return False
+        self.finish(Settled(call.id, recorded.value))
+        return True
+
     async def serve(self, call: WorkerCall) -> None:
         try:
             value = await self._dispatch(call)

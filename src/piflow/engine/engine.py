@@ -25,11 +25,13 @@ from piflow.engine.backends import create_backend
 from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
-from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, RunState
+from piflow.engine.functions import launch_variables
+from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, DecisionState, RunState
 from piflow.engine.runs import ActiveRun, record_budget_event
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
 from piflow.engine.store import DecisionRecord, RunRecord, RunStore, StoreError
+from piflow.engine.worker.client import WorkerProcess
 from piflow.errors import WorkflowError
 
 LEASE_RENEW_SECONDS = 2.0
@@ -127,6 +129,29 @@ class Engine:
     # -- launching ---------------------------------------------------------------------------
     async def launch(self, request: LaunchRequest) -> str:
         """Validate, snapshot and start a run; returns its id while it runs in the background."""
+        worker = await self._spawn_worker()
+        try:
+            return await self._launch(request, worker)
+        except BaseException:
+            await self._discard(worker)
+            raise
+
+    async def _spawn_worker(self) -> WorkerProcess:
+        """The worker of the run about to start, spawned first: its interpreter and imports overlap
+        the validation, snapshot and store writes that come before its script."""
+        worker = WorkerProcess(log=self.store.location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log")
+        await worker.spawn()
+        return worker
+
+    @staticmethod
+    async def _discard(worker: WorkerProcess) -> None:
+        """A launch or resume that failed leaves no worker behind, nor its empty log."""
+        with anyio.CancelScope(shield=True):
+            await worker.kill()
+        if worker.log is not None:
+            worker.log.unlink(missing_ok=True)
+
+    async def _launch(self, request: LaunchRequest, worker: WorkerProcess) -> str:
         env = self._environment_for(request.cwd)
         budget = validate_budget(request.budget) if request.budget is not None else None
         concurrency = request.concurrency if request.concurrency is not None else env.concurrency
@@ -154,18 +179,28 @@ class Engine:
             created_at=now,
             updated_at=now,
         )
+        # Variables resolve before the run is saved: a failing one fails the launch and leaves no run (L.4).
+        variables = await launch_variables(self.extensions, record.cwd, record.id, name, snapshot.get("args"))
         self.store.create_run(record, snapshot["script"], snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
         stored = self.store.get_run(record.id)
         assert stored is not None
-        run = self._activate(stored, snapshot, backend, env, resumed=False)
+        run = self._activate(stored, snapshot, backend, env, worker, resumed=False)
+        run.variables = variables
         with run.batch():
             run.emit(events.RUN_STARTED, {})
         self._start(run)
         return record.id
 
     def _activate(
-        self, record: RunRecord, snapshot: dict[str, Any], backend: Any, env: LaunchEnvironment, *, resumed: bool
+        self,
+        record: RunRecord,
+        snapshot: dict[str, Any],
+        backend: Any,
+        env: LaunchEnvironment,
+        worker: WorkerProcess,
+        *,
+        resumed: bool,
     ) -> ActiveRun:
         self.scheduler.register(record.id, record.concurrency)
         run = ActiveRun(
@@ -181,6 +216,8 @@ class Engine:
             notify=self._notify,
             extensions=self.extensions,
         )
+        worker.move_log(run.worker_log)
+        run.worker = worker
         self.active[record.id] = run
         return run
 
@@ -225,9 +262,7 @@ class Engine:
         state = run.lifecycle.state
         if state in ENDED:
             return
-        error = {"code": exc.code, "message": exc.message}
-        if exc.failed_at is not None:
-            error["failedAt"] = exc.failed_at
+        error = exc.to_json()  # keeps `authored`: a script's own message is shown as written
         if run.store_failure is not None:
             final = RunState.INTERRUPTED  # nothing the run completed was lost: it can go on from there
         elif exc.code == "BUDGET_EXHAUSTED":
@@ -330,8 +365,33 @@ class Engine:
         return ControlOutcome(RunState.RUNNING, run_id=record.id)
 
     async def _cold_resume(self, record: RunRecord, budget: Any = None, version: int | None = None) -> None:
-        env = self._environment_for(record.cwd)
-        snapshot = self.store.snapshot(record.id)
+        worker = await self._spawn_worker()
+        try:
+            env = self._environment_for(record.cwd)
+            snapshot = self.store.snapshot(record.id)
+            body = script_body(snapshot["script"]) if isinstance(snapshot.get("script"), str) else None
+            if body is not None:  # (a snapshot without its script is refused by the checks below)
+                await worker.compile(body, snapshot.get("dialect"))
+            # Variables resolve again for each execution (L.4); a failing one fails the resume, not the run.
+            variables = await launch_variables(self.extensions, record.cwd, record.id, record.workflow_name,
+                                               snapshot.get("args"))
+            self._restart(record, env, snapshot, worker, budget, version, variables)
+        except BaseException:
+            await self._discard(worker)
+            raise
+
+    def _restart(
+        self,
+        record: RunRecord,
+        env: LaunchEnvironment,
+        snapshot: dict[str, Any],
+        worker: WorkerProcess,
+        budget: Any,
+        version: int | None,
+        variables: dict[str, Any] | None = None,
+    ) -> None:
+        """Re-check the launch snapshot (spec F.3) while the worker compiles its script, then run it again
+        from the top."""
         snapshot, warning = check_cold_resume(snapshot, env)
         self.store.replace_snapshot(record.id, snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
@@ -342,7 +402,8 @@ class Engine:
         assert stored is not None
         backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env,
                                  self._transcripts)
-        run = self._activate(stored, snapshot, backend, env, resumed=True)
+        run = self._activate(stored, snapshot, backend, env, worker, resumed=True)
+        run.variables = variables
         if warning:
             with run.batch():
                 run.emit(events.RUN_WARNING, {"message": warning})
@@ -365,7 +426,7 @@ class Engine:
             payload = {"kind": "budget", "proposalId": proposal_id, "runId": record.id, "consumed": usage,
                        "previous": current, "proposed": proposed, "budgetVersion": record.budget_version}
             self.store.put_decision(DecisionRecord(run_id=record.id, proposal_id=proposal_id, kind="budget",
-                                                   payload=payload, state="pending"))
+                                                   payload=payload, state=DecisionState.PENDING))
             self._record_budget_event(record, "adjustment_requested", usage, proposed,
                                       proposalId=proposal_id, previous=current, proposed=proposed)
             return ControlOutcome(RunState.BUDGET_EXHAUSTED, run_id=record.id, proposal_id=proposal_id,

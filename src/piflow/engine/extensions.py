@@ -10,16 +10,21 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
 
 from piflow.analysis.launch import RegisteredWorkflow
 from piflow.analysis.schemas import validate_schema
 from piflow.engine.setup_hooks import AgentSetupHook, parse_hook
 from piflow.errors import WorkflowError
 from piflow.jsvalues import is_plain_json
+
+if TYPE_CHECKING:
+    from piflow.engine.functions import AbortSignal, FunctionContext
 
 ENTRY_POINT_GROUP: Final = "piflow.extensions"
 RESERVED_GLOBALS: Final = frozenset(
@@ -37,7 +42,8 @@ _EXTENSION_KEYS: Final = frozenset({"version", "headline", "description", "funct
                                     "agentSetupHooks"})
 
 Runner = Callable[[Any, "FunctionContext"], Any]
-Resolver = Callable[["FunctionContext"], Any]
+Resolver = Callable[[Mapping[str, Any]], Any]
+"""A variable's `resolve(run)`: the run's facts (`cwd`, `runId`, `workflow`, `args`, `signal`)."""
 
 
 @dataclass(frozen=True)
@@ -57,16 +63,6 @@ class WorkflowVariable:
     schema: dict[str, Any]
     resolve: Resolver
     extension: str
-
-
-@dataclass
-class FunctionContext:
-    """What an extension function or variable resolver may use while a run executes."""
-
-    run: dict[str, Any]
-    agent: Callable[[str, dict[str, Any] | None], Awaitable[Any]]
-    log: Callable[[str], Awaitable[None]]
-    phase: Callable[[str], Awaitable[None]]
 
 
 def _blank(value: Any) -> bool:
@@ -188,7 +184,8 @@ def _check_value(value: Any, schema: dict[str, Any]) -> bool:
     return is_plain_json(value) and schema_accepts(schema, value)
 
 
-async def _call(function: Callable[..., Any], *args: Any) -> Any:
+async def call_extension(function: Callable[..., Any], *args: Any) -> Any:
+    """Call extension code that may be plain or async."""
     result = function(*args)
     return await result if inspect.isawaitable(result) else result
 
@@ -196,7 +193,7 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
 async def run_function(function: WorkflowFunction, value: Any, context: FunctionContext) -> Any:
     """Run an extension function with a copy of its input; its output must match its schema."""
     try:
-        output = await _call(function.run, json.loads(json.dumps(value)), context)
+        output = await call_extension(function.run, json.loads(json.dumps(value)), context)
     except WorkflowError:
         raise
     except Exception as exc:  # an extension bug fails the call with its message
@@ -217,17 +214,36 @@ def check_replay(function: WorkflowFunction, value: Any) -> Any:
     return value
 
 
-async def resolve_variables(registry: ExtensionRegistry, context: FunctionContext) -> dict[str, Any]:
-    """Resolve every variable for one execution (spec L.4); the first failure fails the launch."""
+async def resolve_variables(
+    registry: ExtensionRegistry, run: Mapping[str, Any], signal: AbortSignal
+) -> dict[str, Any]:
+    """Resolve every variable at once for one execution (spec L.4).
+
+    The first failure aborts `signal` (the others stop) and is raised naming its variable.
+    """
     values: dict[str, Any] = {}
-    for variable in registry.variables.values():
+    failures: list[WorkflowError] = []
+
+    async def resolve(variable: WorkflowVariable) -> None:
         try:
-            value = await _call(variable.resolve, context)
+            value = await call_extension(variable.resolve, run)
+            if not _check_value(value, variable.schema):
+                raise WorkflowError("RESULT_INVALID", f"Invalid output from {variable.name}")
         except WorkflowError as exc:
-            raise WorkflowError(exc.code, f"{variable.name}: {exc.message}") from None
-        except Exception as exc:  # an extension bug
-            raise WorkflowError("INTERNAL_ERROR", f"{variable.name}: {exc}") from None
-        if not _check_value(value, variable.schema):
-            raise WorkflowError("RESULT_INVALID", f"{variable.name}: Invalid output from {variable.name}")
-        values[variable.name] = value
-    return values
+            failure = WorkflowError(exc.code, f"{variable.name}: {exc.message}")
+        except Exception as exc:  # an extension bug, reported with its own message
+            failure = WorkflowError("INTERNAL_ERROR", f"{variable.name}: {str(exc) or type(exc).__name__}")
+        else:
+            values[variable.name] = json.loads(json.dumps(value))
+            return
+        if not failures:
+            failures.append(failure)
+            signal.abort(failure)
+            group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        for variable in registry.variables.values():
+            group.start_soon(resolve, variable)
+    if failures:
+        raise failures[0]
+    return {name: values[name] for name in registry.variables}

@@ -6,6 +6,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,15 +15,9 @@ from piflow.engine import events
 from piflow.engine.backends.base import AgentBackend
 from piflow.engine.budgets import BudgetTracker
 from piflow.engine.calls import CallServer, checkpoint_notice
-from piflow.engine.extensions import (
-    ExtensionRegistry,
-    FunctionContext,
-    check_input,
-    check_replay,
-    resolve_variables,
-    run_function,
-)
-from piflow.engine.journal import OperationKind, agent_path, checkpoint_path, function_path
+from piflow.engine.extensions import ExtensionRegistry, resolve_variables
+from piflow.engine.functions import FunctionCalls
+from piflow.engine.journal import OperationKind, checkpoint_path
 from piflow.engine.lifecycle import RESUMABLE, CheckpointState, RunLifecycle, RunState
 from piflow.engine.operations import Operations
 from piflow.engine.resolution import ResolutionContext
@@ -30,7 +25,7 @@ from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore, StoreError
 from piflow.engine.worker.boundary import malformed_call
 from piflow.engine.worker.client import WorkerProcess
-from piflow.engine.worker.protocol import FunctionCall, Placement
+from piflow.engine.worker.protocol import FunctionCall
 from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
 
@@ -100,8 +95,14 @@ class ActiveRun:
         self.lease_lost = False
         self.store_failure: StoreError | None = None
         """Set when a write of this run failed (a full disk): the run stops, `interrupted` and resumable."""
-        self.worktrees = RunWorktrees(record.id, record.cwd, store.location.parent / "runs" / record.id, store)
+        self.worktrees = RunWorktrees(record.id, record.cwd, store.run_dir(record.id), store)
+        self.worker: WorkerProcess | None = None
+        """The worker the engine spawned for this execution while it prepared it (else one is spawned here)."""
         self.waiting_checkpoints: dict[str, anyio.Event] = {}
+        self.functions: FunctionCalls | None = None
+        """The extension function calls of the current execution (made when it starts)."""
+        self.variables: dict[str, Any] | None = None
+        """Variables the launch resolved before it saved the run; None: resolve them when executing."""
         self._batch_depth = 0
         self._staged: list[Callable[[], None]] = []
         self._stage_ready = anyio.Event()
@@ -121,6 +122,11 @@ class ActiveRun:
             self.budget.clock(True)
 
     # -- persistence helpers ----------------------------------------------------------------
+    @property
+    def worker_log(self) -> Path:
+        """Where the worker's stderr goes: a Python traceback belongs in a file, never on a terminal."""
+        return self.store.location.parent / "runs" / self.id / "worker.log"
+
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """One transaction; events are published and operations replayable only after it commits."""
@@ -297,47 +303,20 @@ class ActiveRun:
             if label not in awaiting:
                 waiter.set()
 
-    def function_context(self, server: CallServer, caller: str | None = None) -> FunctionContext:
-        """The context extension code gets: run facts plus agent/log/phase bound to this run."""
-        occurrences: dict[str, int] = {}
-
-        async def agent(prompt: str, options: dict[str, Any] | None = None) -> Any:
-            if caller is None or not isinstance(prompt, str):
-                raise WorkflowError("AGENT_FAILED", "No agent bridge is available")
-            n = occurrences[caller] = occurrences.get(caller, 0) + 1
-            call_site = f"function:{caller}"
-            path = agent_path([], call_site, n)
-            return await server.run_agent(prompt, options or {}, OperationKind.AGENT, path, Placement((), n), None)
-
-        run = {"cwd": self.cwd, "runId": self.id, "workflow": self.workflow_name, "args": self.snapshot.get("args")}
-        return FunctionContext(run=run, agent=agent, log=server.log, phase=server.phase)
-
     async def call_function(self, server: CallServer, call: FunctionCall) -> Any:
         """An extension function call from the script (spec L.3): validated, journaled, replayed."""
-        function = self.extensions.functions.get(call.name)
-        if function is None:
-            raise WorkflowError("MISSING_WORKFLOW", f"Workflow function is unavailable: {call.name}")
-        check_input(function, call.input)
-        path = function_path(call.placement.path, function.name, call.placement.occurrence)
-        recorded = self.operations.check(OperationKind.FUNCTION, path)
-        if recorded is not None:
-            return check_replay(function, recorded.value)
-        try:
-            value = await run_function(function, call.input, self.function_context(server, path))
-        except WorkflowError as exc:
-            if exc.code in ("AGENT_TIMEOUT", "AGENT_FAILED", "RESULT_INVALID"):
-                raise WorkflowError(exc.code, exc.message, failed_at=function.name) from None
-            raise
-        with self.batch():
-            self.operations.record(OperationKind.FUNCTION, path, value)
-        return value
+        assert self.functions is not None and self.functions.server is server, "calls come from this execution"
+        return await self.functions.call(call)
 
     # -- execution ---------------------------------------------------------------------------
     async def execute(self) -> Any:
         """Run the script once from the top; completed operations replay from the journal."""
         server = CallServer(self)
-        variables = await resolve_variables(self.extensions, self.function_context(server))
-        worker = WorkerProcess(log=self.store.location.parent / "runs" / self.id / "worker.log")
+        functions = self.functions = FunctionCalls(self, server, self.extensions)
+        variables, self.variables = self.variables, None
+        if variables is None:
+            variables = await resolve_variables(self.extensions, functions.facts, functions.signal)
+        worker, self.worker = self.worker or WorkerProcess(log=self.worker_log), None
         outcome: list[Any] = []
         try:
             async with anyio.create_task_group() as tasks:
@@ -347,13 +326,15 @@ class ActiveRun:
                 tasks.start_soon(server.flush_forever, worker.settle)
                 tasks.start_soon(self.write_forever)
                 async for call in worker.calls():
-                    tasks.start_soon(server.serve, call)
+                    if not server.replayed(call):
+                        tasks.start_soon(server.serve, call)
                 try:
                     outcome.append(await worker.wait_done())
                 except WorkflowError as exc:  # raised outside the task group, not as a group
                     outcome.append(exc)
                 tasks.cancel_scope.cancel()
         finally:
+            functions.signal.abort(WorkflowError("CANCELLED", "Workflow cancelled"))
             self.flush()
             with anyio.CancelScope(shield=True):
                 await worker.kill()

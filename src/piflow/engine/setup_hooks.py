@@ -61,7 +61,17 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 class SetupFailed(WorkflowError):
-    """A hook threw: the agent fails without retry (spec L.5)."""
+    """A hook threw: the agent fails without retry, with the hook's own message (spec L.5)."""
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
+
+
+def setup_summary(setup: SessionSetup, hooks: Sequence[AgentSetupHook]) -> dict[str, Any]:
+    """What an attempt records of its set-up: the hooks that ran and what the session started with."""
+    return {"hookNames": [hook.name for hook in hooks], "model": setup.model.name, "thinking": setup.thinking,
+            "tools": list(setup.tools), "cwd": setup.cwd}
 
 
 async def apply_hooks(
@@ -70,7 +80,11 @@ async def apply_hooks(
     context: dict[str, Any],
     resolve_model: Callable[[str], ModelRef],
 ) -> tuple[SessionSetup, dict[str, Any]]:
-    """Run every hook on a fresh copy of the setup; returns the adjusted setup and its summary."""
+    """Run every hook on a fresh copy of the setup; returns the adjusted setup and its summary.
+
+    A hook may change the call's `options` (model, thinking, tools, cwd: spec L.5) or the session
+    input itself (`tools`, `cwd`, `systemPromptAppend`); `options` wins where both changed.
+    """
     state: dict[str, Any] = {
         "prompt": setup.task,
         "options": copy.deepcopy(setup.options),
@@ -91,7 +105,7 @@ async def apply_hooks(
         except WorkflowError as exc:
             raise SetupFailed(exc.code, exc.message) from None
         except Exception as exc:  # trusted code, but its failure must fail only this agent
-            raise SetupFailed("AGENT_FAILED", f"Agent setup hook {hook.name} failed: {exc}") from None
+            raise SetupFailed("AGENT_FAILED", str(exc) or f"Agent setup hook {hook.name} failed") from None
     options = _mapping(state.get("options"))
     session = _mapping(state.get("sessionInput"))
     adjusted = setup
@@ -101,11 +115,16 @@ async def apply_hooks(
         adjusted = replace(adjusted, model=resolve_model(str(options["model"])))
     if options.get("thinking") in THINKING_LEVELS and options.get("thinking") != setup.options.get("thinking"):
         adjusted = replace(adjusted, thinking=options["thinking"])
-    if isinstance(options.get("tools"), list) and options["tools"] != setup.options.get("tools"):
-        adjusted = replace(adjusted, tools=tuple(str(tool) for tool in options["tools"]))
+    session_tools = _strings(session.get("tools"))
+    if session_tools is not None and session_tools != setup.tools:
+        adjusted = replace(adjusted, tools=session_tools)
+    option_tools = _strings(options.get("tools"))
+    if option_tools is not None and options["tools"] != setup.options.get("tools"):
+        adjusted = replace(adjusted, tools=option_tools)
+    append = session.get("systemPromptAppend")
+    if append != setup.system_append and (append is None or isinstance(append, str)):
+        adjusted = replace(adjusted, system_append=append)
     cwd = options.get("cwd") if isinstance(options.get("cwd"), str) else session.get("cwd")
     if isinstance(cwd, str) and cwd:
         adjusted = replace(adjusted, cwd=cwd)
-    summary = {"hookNames": [hook.name for hook in hooks], "model": adjusted.model.name,
-               "tools": list(adjusted.tools), "cwd": adjusted.cwd}
-    return adjusted, summary
+    return adjusted, setup_summary(adjusted, hooks)

@@ -12,14 +12,14 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, Final, TypeVar
 
-from piflow.engine.lifecycle import AgentState, CheckpointState, RunState
+from piflow.engine.lifecycle import AgentState, CheckpointState, DecisionState, RunState, WorktreeState
 from piflow.errors import WorkflowError
 
 RUN_STATES: Final = frozenset(RunState)
 AGENT_STATES: Final = frozenset(AgentState)
 CHECKPOINT_STATES: Final = frozenset(CheckpointState)
-DECISION_STATES: Final = frozenset({"pending", "approved", "rejected"})
-WORKTREE_STATES: Final = frozenset({"creating", "ready"})
+DECISION_STATES: Final = frozenset(DecisionState)
+WORKTREE_STATES: Final = frozenset(WorktreeState)
 
 
 class StoreError(WorkflowError):
@@ -170,6 +170,9 @@ class AttemptRecord(_Record):
     cost_usd: float = 0.0
     transcript_path: str | None = None
     session_id: str | None = None
+    setup: dict[str, Any] | None = None
+    """What the attempt started with (spec J.3 `setup`): `hookNames` (the setup hooks that ran, in
+    order), `model`, `thinking`, `tools`, `cwd`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +199,12 @@ class DecisionRecord(_Record):
     proposal_id: str
     kind: str
     payload: dict[str, Any]
-    state: str = "pending"
+    state: DecisionState = DecisionState.PENDING
     created_at: float = field(default_factory=time.time)
     answered_at: float | None = None
 
     def __post_init__(self) -> None:
-        check_state("decision", self.state, DECISION_STATES)
+        _enum_state(self, "decision", DecisionState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +228,7 @@ class WorktreeRecord(_Record):
     branch: str
     base: str
     cwd: str
-    state: str = "creating"
+    state: WorktreeState = WorktreeState.CREATING
 
     def __post_init__(self) -> None:
-        check_state("worktree", self.state, WORKTREE_STATES)
+        _enum_state(self, "worktree", WorktreeState)

@@ -193,7 +193,10 @@ _V4: Final[Migration] = (
 """Each conversation's head: the backend's state after its last successful turn (its message list, or
 pi's session file), written with the turn's journal entry so a resumed conversation continues it."""
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4)
+_V5: Final[Migration] = ("ALTER TABLE attempts ADD COLUMN setup TEXT",)
+"""Each attempt's set-up: the setup hooks that ran and the model, thinking, tools and cwd it started with."""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5)
 """Migration `i` takes a store from version `i` to version `i + 1`."""
 
 _V1_TABLES: Final = frozenset({"runs", "launches", "journal", "agents", "events", "leases"})

@@ -127,7 +127,7 @@ RUNS = Table(
     bool_fields=frozenset({"has_result"}),
 )
 AGENTS = Table("agents", AgentRecord, ("id",), json_fields=frozenset({"tools", "structural_path", "error"}))
-ATTEMPTS = Table("attempts", AttemptRecord, ("agent_id", "attempt"), json_fields=frozenset({"error"}))
+ATTEMPTS = Table("attempts", AttemptRecord, ("agent_id", "attempt"), json_fields=frozenset({"error", "setup"}))
 CHECKPOINTS = Table("checkpoints", CheckpointRecord, ("run_id", "label"), json_fields=frozenset({"context"}))
 DECISIONS = Table("decisions", DecisionRecord, ("run_id", "proposal_id"), json_fields=frozenset({"payload"}))
 EVENTS = Table("events", EventRecord, ("seq",), json_fields=frozenset({"payload"}))
