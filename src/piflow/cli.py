@@ -40,7 +40,9 @@ _RUNS: Final = "piflow.cli_runs"
 COMMANDS: Final[dict[str, str]] = {
     "check": "piflow.cli_check",
     **dict.fromkeys(("run", "resume", "runs", "show", "pause", "stop", "approve", "reject", "budget"), _RUNS),
+    **dict.fromkeys(("delete", "gc"), "piflow.cli_gc"),
     "doctor": "piflow.cli_doctor",
+    "worker": "piflow.cli_worker",
     "serve": "piflow.server",
 }
 """Each command and the module that registers it, in the order `piflow --help` lists them."""

@@ -72,6 +72,9 @@ def diagnose(cwd: str) -> dict[str, Any]:
     if not registry.configured:
         checks.append(_check("info", f"model registry: {registry.path} not found — unknown models cannot be "
                                      "verified and only the scripted backend can answer"))
+    if registry.pi_error is not None:
+        checks.append(_check("error", "pi refuses this models.json and then ignores every model in it; pi says: "
+                                      + registry.pi_error))
     models = []
     for provider in registry.providers.values():
         usable = registry.provider_available(provider.name)

@@ -57,7 +57,29 @@ class WorkflowError(Exception):
         data: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.failed_at is not None:
             data["failedAt"] = self.failed_at
+        if self.authored:
+            data["authored"] = True
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkflowError:
+        """The error a stored or reported `{code, message, failedAt?, authored?}` stands for.
+
+        Keeping `authored` is what lets a script's own `throw new Error("…")` reach the user verbatim
+        after the run's error went through the store or an owner process's reply.
+        """
+        failed_at = data.get("failedAt")
+        return cls(
+            str(data.get("code") or "INTERNAL_ERROR"),
+            str(data.get("message", "")),
+            failed_at=failed_at if isinstance(failed_at, str) else None,
+            authored=data.get("authored") is True,
+        )
+
+    def headline(self) -> str:
+        """`CODE: prose` for a terminal line, or just the author's words for an error they wrote."""
+        prose = format_workflow_failure(self)
+        return prose if self.authored else f"{self.code}: {prose}"
 
 
 _TEMPLATES: Final[dict[str, str]] = {
@@ -115,6 +137,12 @@ def _detail(message: str) -> str:
     return text or "No further details were provided"
 
 
+def _sentence(template: str, detail: str) -> str:
+    """The template around `detail`, without a doubled period when the detail ends a sentence itself."""
+    text = template.format(detail)
+    return text[:-1] if detail.endswith((".", "!", "?")) else text
+
+
 def format_workflow_failure(error: object) -> str:
     """Render an error as the sentence pi shows a user (spec C, `formatWorkflowFailure`)."""
     if isinstance(error, WorkflowError):
@@ -124,11 +152,11 @@ def format_workflow_failure(error: object) -> str:
         if error.code == "RUN_OWNED":
             if "already owned" in detail or "active ownership" in detail:
                 return "The workflow session is already in use."
-            return f"The workflow session is already in use: {detail}."
+            return _sentence("The workflow session is already in use: {}.", detail)
         strip = _PREFIX_STRIPS.get(error.code)
         if strip is not None:
             detail = strip.sub("", detail) or detail
-        return _TEMPLATES[error.code].format(detail)
+        return _sentence(_TEMPLATES[error.code], detail)
     if isinstance(error, BaseException):
         return str(error) or "The workflow failed without an error message."
     return f"The workflow failed with value {js_string(error)}."

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from engine_support import finished, wait_for, write_fixtures
+from engine_support import RunScript, finished, wait_for, write_fixtures
 
 from piflow.engine import events
 from piflow.engine.control import ControlOutcome
@@ -43,25 +43,37 @@ async def test_fan_out_completes_with_results_and_events(engine: Engine, launch,
     assert store.journal(run_id).keys() == {a.journal_path for a in agents}
 
 
-async def test_fixture_rules_match_by_label_role_and_prompt(engine: Engine, launch, project: Path) -> None:
+async def test_fan_out_and_pipeline_results(run_script: RunScript) -> None:
+    script = FAN_OUT.replace("return found;", """
+    const fixed = await pipeline("fix", {one: "a", two: "b"}, {
+      draft: (x) => agent("Draft " + x, {label: "draft"}),
+      check: (d) => agent("Check " + d, {label: "check"}),
+    });
+    return {found, fixed};""")
+    outcome = await run_script(script)
+    assert (outcome.state, outcome.error) == ("completed", None)
+    assert outcome.result == {
+        "found": {"api": "[scripted] Scan the API", "ui": "[scripted] Scan the UI"},
+        "fixed": {"one": "[scripted] Check [scripted] Draft a", "two": "[scripted] Check [scripted] Draft b"},
+    }
+
+
+async def test_fixture_rules_match_by_label_role_and_prompt(run_script: RunScript, project: Path) -> None:
     fixtures = write_fixtures(project, {"responses": [
         {"match": {"label": "a"}, "text": "from label"},
         {"match": {"prompt": "^json"}, "json": {"ok": True}},
     ]})
-    run_id = await launch('return [await agent("x", {label: "a"}), await agent("json please"), await agent("z")]',
-                          fixtures=fixtures)
-    record = await finished(engine, run_id)
-    assert record.result == ["from label", {"ok": True}, "[scripted] z"]
+    outcome = await run_script('return [await agent("x", {label: "a"}), await agent("json please"), await agent("z")]',
+                               fixtures=fixtures)
+    assert outcome.result == ["from label", {"ok": True}, "[scripted] z"]
 
 
-async def test_agent_failure_carries_failed_at_and_fails_the_run(engine: Engine, launch, project: Path) -> None:
+async def test_agent_failure_carries_failed_at_and_fails_the_run(run_script: RunScript, project: Path) -> None:
     fixtures = write_fixtures(project, {"responses": [{"fail": {"code": "AGENT_FAILED", "message": "boom"}}]})
-    run_id = await launch('try { await agent("x") } catch (e) { return [e.code, e.message, e.failedAt] }',
-                          fixtures=fixtures)
-    record = await finished(engine, run_id)
+    record = await run_script('try { await agent("x") } catch (e) { return [e.code, e.message, e.failedAt] }',
+                              fixtures=fixtures)
     assert record.result == ["AGENT_FAILED", "boom", "agent/callsite%3A12%3A22/occurrence%3A1"]
-    run_id = await launch('await agent("x")', fixtures=fixtures)
-    record = await finished(engine, run_id)
+    record = await run_script('await agent("x")', fixtures=fixtures)
     assert record.state == "failed"
     assert record.error is not None and record.error["code"] == "AGENT_FAILED"
 
@@ -80,22 +92,30 @@ async def test_retries_then_success(engine: Engine, launch, project: Path, store
     assert [a.error["message"] if a.error else None for a in attempts] == ["flaky", "flaky", None]
 
 
-async def test_attempt_timeout_is_agent_timeout(engine: Engine, launch, project: Path) -> None:
+async def test_attempt_timeout_is_agent_timeout(run_script: RunScript, project: Path) -> None:
     fixtures = write_fixtures(project, {"defaults": {"latencyMs": 2000}})
-    run_id = await launch('try { await agent("x", {timeoutMs: 50}) } catch (e) { return e.code + ": " + e.message }',
-                          fixtures=fixtures)
-    record = await finished(engine, run_id)
+    record = await run_script(
+        'try { await agent("x", {timeoutMs: 50}) } catch (e) { return e.code + ": " + e.message }', fixtures=fixtures)
     assert record.result == "AGENT_TIMEOUT: Agent attempt timed out"
 
 
-async def test_output_schema_is_enforced(engine: Engine, launch, project: Path) -> None:
+async def test_output_schema_is_enforced(run_script: RunScript, project: Path) -> None:
     schema = '{type: "object", properties: {n: {type: "number"}}, required: ["n"]}'
-    run_id = await launch(f'return await agent("count", {{outputSchema: {schema}}})')
-    assert (await finished(engine, run_id)).result == {"n": 0}
+    assert (await run_script(f'return await agent("count", {{outputSchema: {schema}}})')).result == {"n": 0}
     fixtures = write_fixtures(project, {"responses": [{"json": {"n": "not a number"}}]})
-    run_id = await launch(f'try {{ await agent("count", {{outputSchema: {schema}}}) }} catch (e) {{ return e.code }}',
-                          fixtures=fixtures)
-    assert (await finished(engine, run_id)).result == "RESULT_INVALID"
+    outcome = await run_script(
+        f'try {{ await agent("count", {{outputSchema: {schema}}}) }} catch (e) {{ return e.code }}', fixtures=fixtures)
+    assert outcome.result == "RESULT_INVALID"
+
+
+async def test_checkpoints_answered_by_label_in_order(run_script: RunScript) -> None:
+    script = """
+    const a = await checkpoint({name: "ship", prompt: "first?", context: null});
+    const b = await checkpoint({name: "ship", prompt: "second?", context: {n: 2}});
+    return [a, b];
+    """
+    outcome = await run_script(script, answers={"ship": False, "ship#2": True})
+    assert outcome.result == ["rejected", "approved"]
 
 
 async def test_checkpoint_reject_and_labels(engine: Engine, launch, store: RunStore) -> None:
@@ -115,9 +135,9 @@ async def test_checkpoint_reject_and_labels(engine: Engine, launch, store: RunSt
     assert record.result == ["rejected", "approved"]
 
 
-async def test_invalid_checkpoint_is_rejected(engine: Engine, launch) -> None:
-    run_id = await launch('try { await checkpoint({name: "x", prompt: "p"}) } catch (e) { return e.message }')
-    assert (await finished(engine, run_id)).result == "checkpoint requires only name, prompt, and JSON context"
+async def test_invalid_checkpoint_is_rejected(run_script: RunScript) -> None:
+    outcome = await run_script('try { await checkpoint({name: "x", prompt: "p"}) } catch (e) { return e.message }')
+    assert outcome.result == "checkpoint requires only name, prompt, and JSON context"
 
 
 async def test_pause_blocks_new_agents_until_resume(engine: Engine, launch, project: Path, store: RunStore) -> None:
@@ -161,7 +181,7 @@ async def test_script_errors_fail_the_run_with_their_codes(engine: Engine, launc
     run_id = await launch('throw new Error("my own words")')
     record = await finished(engine, run_id)
     assert record.state == "failed"
-    assert record.error == {"code": "INTERNAL_ERROR", "message": "my own words"}
+    assert record.error == {"code": "INTERNAL_ERROR", "message": "my own words", "authored": True}
     with pytest.raises(WorkflowError) as err:  # the launch's preflight rejects unknown roles
         await launch('await agent("x", {role: "nobody"})')
     assert (err.value.code, err.value.message) == ("UNKNOWN_AGENT_TYPE", "Unknown agent type: nobody")

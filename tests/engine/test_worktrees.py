@@ -591,6 +591,74 @@ def test_remove_all_after_the_repository_is_gone(worktrees: RunWorktrees, repo: 
     assert not (run_dir / "worktrees").exists()
 
 
+def test_remove_all_keeps_a_branch_the_user_checked_out_and_the_users_own_branches(
+    worktrees: RunWorktrees, repo: Path
+) -> None:
+    looked_at, _ = worktrees.ensure("a")
+    gone, _ = worktrees.ensure("b")
+    mine = f"{branch_prefix(RUN_ID)}/mine"  # under the run's prefix, but the user's
+    git(repo, "branch", mine, "main")
+    git(repo, "checkout", "--quiet", "--ignore-other-worktrees", looked_at.branch)
+
+    removed = worktrees.remove_all()
+
+    assert removed.branches == [(gone.branch, gone.base)]
+    assert removed.kept == [(looked_at.branch, repo)]
+    assert sorted(branches(repo)) == sorted([looked_at.branch, mine])
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == looked_at.branch
+    assert registered(repo) == []
+
+
+# -- what is not piflow's is left alone --------------------------------------------------------
+def test_a_pre_existing_branch_is_never_deleted(worktrees: RunWorktrees, repo: Path, run_dir: Path) -> None:
+    branch = f"{branch_prefix(RUN_ID)}/{worktree_key(RUN_ID, 'a')}"
+    git(repo, "branch", branch, "main")
+    tip = git(repo, "rev-parse", branch)
+
+    with pytest.raises(WorkflowError) as caught:
+        worktrees.ensure("a")
+
+    assert caught.value.code == "WORKTREE_FAILED"
+    assert caught.value.message == f"branch {branch} already exists and is not piflow's; it was left as it is"
+    assert git(repo, "rev-parse", branch) == tip
+    assert registered(repo) == []
+    assert not run_dir.exists()
+    assert worktrees.remove_all().branches == []  # nor does deleting the run take it
+    assert git(repo, "rev-parse", branch) == tip
+
+
+def test_an_occupied_worktree_directory_is_never_deleted(worktrees: RunWorktrees, repo: Path, run_dir: Path) -> None:
+    path = run_dir.resolve() / "worktrees" / worktree_key(RUN_ID, "a")
+    write(path / "precious.txt", "keep me\n")
+
+    with pytest.raises(WorkflowError) as caught:
+        worktrees.ensure("a")
+
+    assert caught.value.code == "WORKTREE_FAILED"
+    assert caught.value.message == f"the worktree directory {path} is occupied; it was left as it is"
+    assert (path / "precious.txt").read_text() == "keep me\n"
+    assert (branches(repo), registered(repo)) == ([], [])
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_a_run_store_inside_the_repository_stays_out_of_snapshots(repo: Path) -> None:
+    """`store = ".piflow/runs.db"`: the database, its WAL, other runs' logs and worktrees are piflow's."""
+    with RunStore.open(repo / ".piflow" / "runs.db") as store:
+        new_run(store, RUN_ID)
+        new_run(store, "earlier-run")
+        earlier = RunWorktrees("earlier-run", repo, store.run_dir("earlier-run"), store)
+        earlier.ensure("a")
+        write(store.run_dir("earlier-run") / "worker.log", "log\n")
+        worktrees = RunWorktrees(RUN_ID, repo, store.run_dir(RUN_ID), store)
+
+        record, _ = worktrees.ensure("a")
+
+        assert git(repo, "ls-tree", "-r", "--name-only", record.base).split() == [
+            ".gitignore", "README.md", "obsolete.txt", "src/app.py"
+        ]
+        assert not (Path(record.path) / ".piflow").exists()
+
+
 # -- the engine's entry points -----------------------------------------------------------------
 async def test_async_wrappers(worktrees: RunWorktrees) -> None:
     record, created = await worktrees.ensure_async("a")

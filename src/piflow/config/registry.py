@@ -36,7 +36,9 @@ from piflow.config.json_text import JsonDocument, JsonSyntaxError, parse_json_do
 from piflow.errors import WorkflowError
 from piflow.jsvalues import is_js_integer, is_json_number
 
-__all__ = ["ModelCost", "ModelRegistry", "ProviderConfig", "RegistryModel", "load_model_registry"]
+__all__ = [
+    "ModelCost", "ModelRegistry", "ProviderConfig", "RegistryModel", "load_model_registry", "pi_schema_problems"
+]
 
 _ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 _ENV_REFERENCE: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -131,6 +133,17 @@ class ModelRegistry:
             if self.provider_available(provider.name)
             for model in provider.models
         ]
+
+    @property
+    def pi_error(self) -> str | None:
+        """What pi says of this file when it refuses it (pi then ignores every model in it), or None."""
+        if self.document is None:
+            return None
+        problems = pi_schema_problems(self.document.value)
+        if not problems:
+            return None
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        return f"Invalid models.json schema:\n{lines}\n\nFile: {self.path}"
 
     def provider(self, name: str) -> ProviderConfig | None:
         return self.providers.get(name)
@@ -340,6 +353,110 @@ def _dotted(json_path: JsonPath, *more: str | int) -> str:
     for step in (*json_path, *more):
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
     return text
+
+
+# -- pi's own check ---------------------------------------------------------------------------
+# pi (0.80, `dist/core/model-config.js`) checks models.json against a TypeBox schema and, when it
+# fails, drops every custom model and reports at most eight lines of `  - <dotted path>: <message>`.
+# The schema below is that schema, field by field and in its order (the order of pi's lines).
+# Unknown keys are allowed by pi's schema, as here.
+
+_PI_ERROR_CAP: Final = 8
+_Shape = tuple[Any, ...]
+_STRING: Final[_Shape] = ("string", 0)
+_NAME: Final[_Shape] = ("string", 1)
+_NUMBER: Final[_Shape] = ("number",)
+_BOOLEAN: Final[_Shape] = ("boolean",)
+_STRING_MAP: Final[_Shape] = ("record", _STRING)
+_INPUTS: Final[_Shape] = ("array", ("anyOf", (("const", "text"), ("const", "image"))))
+_RATES: Final = (("input", _NUMBER, True), ("output", _NUMBER, True), ("cacheRead", _NUMBER, True),
+                 ("cacheWrite", _NUMBER, True))
+_TIER: Final[_Shape] = ("object", (("inputTokensAbove", _NUMBER, True), *_RATES))
+_COST: Final[_Shape] = ("object", (*_RATES, ("tiers", ("array", _TIER), False)))
+_COST_OVERRIDE: Final[_Shape] = ("object", (*((key, shape, False) for key, shape, _ in _RATES),
+                                            ("tiers", ("array", _TIER), False)))
+_THINKING_MAP: Final[_Shape] = ("object", tuple(
+    (level, ("anyOf", (_STRING, ("null",))), False)
+    for level in ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+))
+_COMPAT: Final[_Shape] = ("object", ())  # a union of objects whose every key is optional
+_MODEL_FIELDS: Final = (
+    ("name", _NAME, False), ("reasoning", _BOOLEAN, False), ("thinkingLevelMap", _THINKING_MAP, False),
+    ("input", _INPUTS, False),
+)
+_MODEL: Final[_Shape] = ("object", (
+    ("id", _NAME, True), ("name", _NAME, False), ("api", _NAME, False), ("baseUrl", _NAME, False),
+    *_MODEL_FIELDS[1:], ("cost", _COST, False), ("contextWindow", _NUMBER, False), ("maxTokens", _NUMBER, False),
+    ("headers", _STRING_MAP, False), ("compat", _COMPAT, False),
+))
+_MODEL_OVERRIDE: Final[_Shape] = ("object", (
+    *_MODEL_FIELDS, ("cost", _COST_OVERRIDE, False), ("contextWindow", _NUMBER, False),
+    ("maxTokens", _NUMBER, False), ("headers", _STRING_MAP, False), ("compat", _COMPAT, False),
+))
+_PROVIDER: Final[_Shape] = ("object", (
+    ("name", _NAME, False), ("baseUrl", _NAME, False), ("apiKey", _NAME, False), ("api", _NAME, False),
+    ("oauth", ("allOf", (_STRING, ("const", "radius"))), False), ("headers", _STRING_MAP, False),
+    ("compat", _COMPAT, False), ("authHeader", _BOOLEAN, False), ("models", ("array", _MODEL), False),
+    ("modelOverrides", ("record", _MODEL_OVERRIDE), False),
+))
+_MODELS_FILE: Final[_Shape] = ("object", (("providers", ("record", _PROVIDER), True),))
+_TYPE_NAMES: Final = {"string": str, "boolean": bool}
+
+
+def pi_schema_problems(value: Any) -> list[str]:
+    """The lines pi prints under "Invalid models.json schema:" for this file's value (empty: pi accepts it)."""
+    problems: list[str] = []
+    _pi_check(value, _MODELS_FILE, (), problems)
+    return problems[:_PI_ERROR_CAP]
+
+
+def _pi_check(value: Any, shape: _Shape, path: tuple[str, ...], problems: list[str]) -> None:
+    def say(message: str, at: tuple[str, ...] = path) -> None:
+        problems.append(f"{'.'.join(at) or 'root'}: {message}")
+
+    kind = shape[0]
+    if kind in _TYPE_NAMES:
+        if not isinstance(value, _TYPE_NAMES[kind]):
+            say(f"must be {kind}")
+        elif isinstance(value, str) and len(value) < shape[1]:
+            say(f"must not have fewer than {shape[1]} characters")
+    elif kind == "number":
+        if not is_json_number(value):
+            say("must be number")
+    elif kind == "null":
+        if value is not None:
+            say("must be null")
+    elif kind == "const":
+        if value != shape[1]:
+            say("must be equal to constant")
+    elif kind in ("anyOf", "allOf"):
+        found: list[str] = []
+        for alternative in shape[1]:
+            _pi_check(value, alternative, path, found)
+        failed = len(found) > 0 if kind == "allOf" else len(found) >= len(shape[1])
+        if failed:
+            problems.extend(found)
+            if kind == "anyOf":
+                say("must match a schema in anyOf")
+    elif kind == "array":
+        if not isinstance(value, list):
+            say("must be array")
+            return
+        for index, item in enumerate(value):
+            _pi_check(item, shape[1], (*path, str(index)), problems)
+    elif not isinstance(value, dict):
+        say("must be object")
+    elif kind == "record":
+        for key, item in value.items():
+            _pi_check(item, shape[1], (*path, key), problems)
+    else:
+        fields = shape[1]
+        missing = [key for key, _, required in fields if required and key not in value]
+        if missing:
+            say(f"must have required properties {', '.join(missing)}", (*path, missing[0]))
+        for key, field_shape, _ in fields:
+            if key in value:
+                _pi_check(value[key], field_shape, (*path, key), problems)
 
 
 def load_model_registry(

@@ -7,9 +7,13 @@ not — committed on top of HEAD. The snapshot is built in a private index file,
 index, HEAD, branch and working tree are never written.
 
 Crash safety: `worktrees/worktree-<key>.creating` exists while a worktree is being made, and
-the store's record is written only once the worktree is complete. A marker, or leftovers with
-no record, are an unfinished creation: the next `ensure` removes what it left and starts over.
+the store's record is written only once the worktree is complete. A marker is an unfinished
+creation: the next `ensure` removes what it left and starts over. Without a marker, a branch or
+directory that is already there is not piflow's: creation fails and leaves it as it is.
 Any failure is WORKTREE_FAILED, after undoing what the failing operation made.
+
+A repository holding the run store itself (`store = ".piflow/runs.db"`) never has the store's
+files or run directories in a snapshot.
 
 Every operation blocks on git; the engine calls the `*_async` twins, which run them on a
 worker thread. Operations on one owner are serialised (parallel agents share a scope's
@@ -23,15 +27,17 @@ import os
 import re
 import shutil
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 import anyio.to_thread
 
 from piflow.engine.git import failure_message, git_output, run_git
+from piflow.engine.lifecycle import WorktreeState
 from piflow.engine.store import RunStore, WorktreeRecord
 from piflow.errors import WorkflowError
 
@@ -88,6 +94,15 @@ def _reported() -> Iterator[None]:
         raise WorkflowError("WORKTREE_FAILED", str(exc)) from exc
 
 
+@dataclass(slots=True)
+class RemovedWorktrees:
+    """What deleting a run's worktrees did: branches deleted (with the tip they had, to recover
+    one with `git branch NAME TIP`) and branches kept because they are checked out elsewhere."""
+
+    branches: list[tuple[str, str]] = field(default_factory=list)
+    kept: list[tuple[str, Path]] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class _Repository:
     """Where the launch cwd sits: the top of its work tree, its path below it, its index file."""
@@ -102,7 +117,8 @@ class RunWorktrees:
 
     `run_dir` must be the run's own directory: `remove_all` deletes `<run_dir>/worktrees`.
     Without a `store`, records live only in this object, so a new instance (a resumed run)
-    would remake its worktrees from scratch; the engine passes its store.
+    would remake its worktrees from scratch; the engine passes its store, whose files snapshots
+    then leave out.
     """
 
     def __init__(
@@ -157,6 +173,15 @@ class RunWorktrees:
             run_git(path, "update-ref", "-m", message, "HEAD", commit, head, env=env)
             return commit
 
+    async def commit_attempt_async(self, owner: str) -> WorkflowError | None:
+        """Record an attempt's work; a failure is returned, not raised, so the caller reports the
+        agent's own failure (or cancellation) first and this one only for an attempt that succeeded."""
+        try:
+            await self.commit_async(owner)
+        except WorkflowError as exc:
+            return exc
+        return None
+
     def changed(self) -> list[WorktreeRecord]:
         """Worktrees whose branch moved past its snapshot: the run result's "Changes" lines."""
         records = self._records()
@@ -166,24 +191,39 @@ class RunWorktrees:
         tips = self._branches(repository)
         return [r for r in records if tips.get(f"refs/heads/{r.branch}", r.base) != r.base]
 
-    def remove_all(self) -> None:
+    def remove_all(self) -> RemovedWorktrees:
         """Delete the run's worktrees, branches and worktree files (run deletion).
 
-        A launch cwd that is no longer in a repository leaves only the files to delete.
+        Only branches piflow made for this run (recorded, or named by an unfinished creation's
+        marker) go, each only at the commit it was seen at; one checked out outside the run's
+        worktrees (the user switched to it) is kept. A launch cwd that is no longer in a
+        repository leaves only the files to delete.
         """
+        removed = RemovedWorktrees()
         with _reported():
             repository = self._find_repository()
             if repository is not None:
-                for path in self._registered(repository):
+                checked_out: dict[str, Path] = {}
+                for path, ref in self._checkouts(repository):
                     if path.is_relative_to(self._dir):
                         self._remove_worktree(repository, path)
-                refs = self._branches(repository)
-                if refs:
-                    commands = "".join(f"delete {ref}\n" for ref in refs)
+                    elif ref is not None:
+                        checked_out[ref] = path
+                ours = self._own_branches()
+                for ref, tip in self._branches(repository).items():
+                    if ref[len("refs/heads/") :] not in ours:
+                        continue
+                    if ref in checked_out:
+                        removed.kept.append((ref[len("refs/heads/") :], checked_out[ref]))
+                    else:
+                        removed.branches.append((ref[len("refs/heads/") :], tip))
+                if removed.branches:
+                    commands = "".join(f"delete refs/heads/{branch} {tip}\n" for branch, tip in removed.branches)
                     run_git(repository.root, "update-ref", "--stdin", input=commands)
             if self._dir.exists():
                 shutil.rmtree(self._dir)
             self._ready.clear()
+        return removed
 
     async def ensure_async(self, owner: str) -> tuple[WorktreeRecord, bool]:
         return await anyio.to_thread.run_sync(self.ensure, owner)
@@ -194,8 +234,8 @@ class RunWorktrees:
     async def changed_async(self) -> list[WorktreeRecord]:
         return await anyio.to_thread.run_sync(self.changed)
 
-    async def remove_all_async(self) -> None:
-        await anyio.to_thread.run_sync(self.remove_all)
+    async def remove_all_async(self) -> RemovedWorktrees:
+        return await anyio.to_thread.run_sync(self.remove_all)
 
     # -- creation -----------------------------------------------------------------------------
     def _create(self, owner: str) -> WorktreeRecord:
@@ -204,10 +244,13 @@ class RunWorktrees:
         path = self._dir / key
         branch = f"{branch_prefix(self.run_id)}/{key}"
         marker = self._marker(key)
+        if marker.exists():
+            self._discard(repository, path, branch)  # what our own unfinished creation left
+        else:
+            self._refuse_occupied(repository, path, branch)
         self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         marker.write_text(owner + "\n", encoding="utf-8", errors="surrogateescape")
         try:
-            self._discard(repository, path, branch)
             base = self._snapshot(repository, key)
             run_git(repository.root, "update-ref", "-m", SNAPSHOT_MESSAGE, f"refs/heads/{branch}", base, "")
             run_git(repository.root, "worktree", "add", "--quiet", str(path), branch)
@@ -220,7 +263,7 @@ class RunWorktrees:
                 branch=branch,
                 base=base,
                 cwd=str(cwd),
-                state="ready",
+                state=WorktreeState.READY,
             )
             if self._store is not None:
                 self._store.put_worktree(record)
@@ -264,13 +307,35 @@ class RunWorktrees:
         )
 
     def _outside_run_dir(self, repository: _Repository) -> list[str]:
-        """A pathspec leaving out the worktrees when the run directory is inside the repository.
+        """A pathspec leaving out piflow's own files that lie inside the repository.
 
-        Otherwise the snapshot would take in other scopes' worktrees (as nested repositories).
+        Otherwise a snapshot would take in other scopes' and runs' worktrees (as nested
+        repositories), the run store's database and the runs' logs. Paths the user's ignore rules
+        already leave out are not named: `git add` fails on an exclusion of an ignored path.
         """
-        if not self._dir.is_relative_to(repository.root):
+        own = [self._dir, *(self._store.own_paths() if self._store is not None else [])]
+        inside = sorted({
+            path.relative_to(repository.root).as_posix()
+            for path in (p.parent.resolve() / p.name for p in own)
+            if path.is_relative_to(repository.root) and path != repository.root
+        })
+        if not inside:
             return []
-        return [".", f":(exclude){self._dir.relative_to(repository.root).as_posix()}"]
+        listing = run_git(repository.root, "check-ignore", "--stdin", "-z", input="\0".join(inside) + "\0", ok=(0, 1))
+        ignored = set(listing.stdout.split("\0"))
+        excluded = [path for path in inside if path not in ignored]
+        return [".", *(f":(exclude,literal){path}" for path in excluded)] if excluded else []
+
+    def _refuse_occupied(self, repository: _Repository, path: Path, branch: str) -> None:
+        """A branch or directory piflow did not make is someone's: fail rather than replace it."""
+        if f"refs/heads/{branch}" in self._branches(repository):
+            raise WorkflowError(
+                "WORKTREE_FAILED", f"branch {branch} already exists and is not piflow's; it was left as it is"
+            )
+        if path.exists() or path.is_symlink():
+            raise WorkflowError(
+                "WORKTREE_FAILED", f"the worktree directory {path} is occupied; it was left as it is"
+            )
 
     def _discard(self, repository: _Repository, path: Path, branch: str) -> None:
         """Remove the worktree, branch and index file an unfinished creation may have left."""
@@ -316,9 +381,28 @@ class RunWorktrees:
 
     def _registered(self, repository: _Repository) -> list[Path]:
         """The paths of all worktrees git knows of in the repository, existing or not."""
+        return [path for path, _ in self._checkouts(repository)]
+
+    def _checkouts(self, repository: _Repository) -> list[tuple[Path, str | None]]:
+        """Every worktree git knows of (existing or not) and the branch ref it has checked out."""
         listing = git_output(repository.root, "worktree", "list", "--porcelain", "-z")
-        prefix = "worktree "
-        return [Path(field[len(prefix) :]) for field in listing.split("\0") if field.startswith(prefix)]
+        found: list[tuple[Path, str | None]] = []
+        for line in listing.split("\0"):
+            if line.startswith("worktree "):
+                found.append((Path(line[len("worktree ") :]), None))
+            elif line.startswith("branch ") and found:
+                found[-1] = (found[-1][0], line[len("branch ") :])
+        return found
+
+    def _own_branches(self) -> set[str]:
+        """The branches piflow made for this run: recorded ones, and those of unfinished creations."""
+        owners = set(self._ready)
+        if self._store is not None:
+            owners.update(record.owner for record in self._store.worktrees(self.run_id))
+        if self._dir.is_dir():
+            for marker in self._dir.glob("worktree-*.creating"):
+                owners.add(marker.read_text(encoding="utf-8", errors="surrogateescape").removesuffix("\n"))
+        return {f"{branch_prefix(self.run_id)}/{worktree_key(self.run_id, owner)}" for owner in owners}
 
     def _branches(self, repository: _Repository) -> dict[str, str]:
         """The run's branches: full ref name → tip commit."""
@@ -339,7 +423,7 @@ class RunWorktrees:
     def _records(self) -> list[WorktreeRecord]:
         if self._store is None:
             return list(self._ready.values())
-        return [r for r in self._store.worktrees(self.run_id) if r.state == "ready"]
+        return [r for r in self._store.worktrees(self.run_id) if r.state == WorktreeState.READY]
 
     def _marker(self, key: str) -> Path:
         return self._dir / f"worktree-{key}.creating"
@@ -347,3 +431,28 @@ class RunWorktrees:
     def _lock(self, owner: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(owner, threading.Lock())
+
+
+def delete_run(store: RunStore, run_id: str) -> RemovedWorktrees:
+    """Delete a run with its worktrees, branches and run directory; never a run with a live owner.
+
+    The deleter takes the run's lease first (`RUN_OWNED` while an owner is alive), so no resume
+    can start while the worktrees go; the record goes last, so a failure leaves a run that can
+    be deleted again.
+    """
+    record = store.get_run(run_id)
+    if record is None:
+        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    token = f"delete-{uuid.uuid4().hex}"
+    store.acquire_lease(run_id, token, os.getpid())
+    try:
+        removed = RunWorktrees(run_id, record.cwd, store.run_dir(run_id), store).remove_all()
+        run_dir = store.run_dir(run_id)
+        if run_dir.exists():
+            with _reported():
+                shutil.rmtree(run_dir)
+    except BaseException:
+        store.release_lease(run_id, token)
+        raise
+    store.delete_run(run_id, owner_token=token)
+    return removed
