@@ -291,6 +291,7 @@ def test_without_a_registry_models_are_taken_as_written() -> None:
         ("This model's maximum context length is 128000 tokens", False),
         ("Subagent timed out after 1000ms.", False),
         ("the tests still fail", False),
+        ("Tool budget hard limit reached after 500 tool calls (hard 500). The child was stopped", False),
     ],
 )
 def test_fallback_models_apply_only_to_provider_failures(message: str, provider: bool) -> None:

@@ -620,7 +620,8 @@ _PROVIDER_FAILURE: Final = re.compile(
     r"internal server error)\b",
     re.IGNORECASE,
 )
-_NOT_PROVIDER: Final = re.compile(r"context (?:length|window|overflow)|maximum context|timed out|timeout", re.I)
+_NOT_PROVIDER: Final = re.compile(r"context (?:length|window|overflow)|maximum context|timed out|timeout|tool budget",
+                                  re.I)
 
 
 def is_provider_failure(message: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -11,6 +12,7 @@ import anyio
 
 from piflow.config import CHILD_AGENT_TOOL
 from piflow.config.agent_definitions import is_provider_failure
+from piflow.config.resources import ResourcePolicy
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.budgets import soft_instruction
@@ -37,6 +39,20 @@ def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
 
     cls = validator_for(schema, default=Draft7Validator)
     return bool(cls(schema).is_valid(value))
+
+
+def audited_setup(
+    summary: dict[str, Any], system_prompt: str | None, resources: ResourcePolicy
+) -> dict[str, Any]:
+    """The attempt's set-up with what it ran under: the effective system prompt (whole, as audit
+    needs the words, with its SHA-256 so attempts compare at a glance) and the resource policy."""
+    audited = dict(summary)
+    if system_prompt is not None:
+        audited["systemPrompt"] = system_prompt
+        audited["systemPromptSha256"] = hashlib.sha256(system_prompt.encode()).hexdigest()
+    if not resources.empty:
+        audited["disabledAgentResources"] = resources.to_json()
+    return audited
 
 
 def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:
@@ -73,6 +89,7 @@ class _Control:
         self.session_id: str | None = None
         self.conversation_head: dict[str, Any] | None = None
         self.tool_calls = 0
+        self.effective_system_prompt: str | None = None
 
     def before_turn(self) -> None:
         self._runner.run.budget.check_turn()
@@ -128,6 +145,9 @@ class _Control:
 
     def save_conversation_state(self, state: dict[str, Any]) -> None:
         self.conversation_head = state
+
+    def system_prompt(self, text: str) -> None:
+        self.effective_system_prompt = text
 
 
 class AgentRunner:
@@ -424,6 +444,7 @@ class AgentRunner:
             conversation=self.conversation,
             turn=self.turn,
             parent_id=self.record.parent_id,
+            resources=spec.resources,
         )
         started = time.time()
         error: WorkflowError | None = None
@@ -460,7 +481,7 @@ class AgentRunner:
                     cost_usd=control.usage.cost_usd,
                     transcript_path=control.transcript_path,
                     session_id=control.session_id,
-                    setup=summary,
+                    setup=audited_setup(summary, control.effective_system_prompt, spec.resources),
             )
             self._stage(lambda: run.store.put_attempt(attempt_record))
         if error is not None:

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from piflow.analysis.agent_options import CORE_OPTION_KEYS, ROLE_CONFLICT, option_problem
+from piflow.config import CHILD_AGENT_TOOL
 from piflow.config.model_refs import ModelRef, parse_model_reference, resolve_model_reference, unknown_alias_error
+from piflow.config.resources import ResourcePolicy, merge_resource_policies, resource_policy_from_json
 from piflow.errors import WorkflowError
 
 
@@ -33,6 +35,8 @@ class RoleSpec:
     thinking: str | None = None
     tools: tuple[str, ...] | None = None
     description: str | None = None
+    resources: ResourcePolicy | None = None
+    """The role's `disabledAgentResources`, merged into the policy of its agents only (spec D)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RoleSpec:
@@ -43,6 +47,7 @@ class RoleSpec:
             thinking=data.get("thinking"),
             tools=None if tools is None else tuple(tools),
             description=data.get("description"),
+            resources=resource_policy_from_json(data.get("disabledAgentResources")),
         )
 
 
@@ -58,7 +63,19 @@ class ResolutionContext:
     blocked_aliases: Mapping[str, str] = field(default_factory=dict)
     settings_path: str | None = None
     launch_thinking: str | None = None
+    """The launching level agents inherit (J.2); by default the launching model's `:thinking` suffix."""
     verify_models: bool = True
+    resource_policy: ResourcePolicy = field(default_factory=ResourcePolicy)
+    """`disabledAgentResources` of the settings (global, and the trusted project's), read at this execution."""
+
+    @property
+    def inherited_thinking(self) -> str | None:
+        if self.launch_thinking is not None:
+            return self.launch_thinking
+        try:
+            return parse_model_reference(self.aliases.get(self.launch_model, self.launch_model)).thinking
+        except WorkflowError:  # a bare launching model id has no level to inherit
+            return None
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,11 @@ class AgentSpec:
     retries: int
     timeout_ms: int | None
     options: dict[str, Any]
+    fallback_models: tuple[ModelRef, ...] = ()
+    resources: ResourcePolicy = field(default_factory=ResourcePolicy)
+    """Skills and extensions this agent's sessions must not load (settings ∪ role, spec D)."""
+    """Models to move to, in order, when an attempt fails with a provider failure (an agent's
+    `fallbackModels`, SUBAGENTS_SPEC B); other failures never switch the model."""
 
     @property
     def model_text(self) -> str:
@@ -95,8 +117,19 @@ def resolve_model(requested: str, ctx: ResolutionContext) -> ModelRef:
     return ref
 
 
-def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "agent") -> AgentSpec:
-    """Validate and resolve one call's options (J.2 order: role, tools, model, thinking)."""
+def default_tools(root_tools: tuple[str, ...]) -> tuple[str, ...]:
+    """An agent's tools when neither it nor its role names any: the root tools but `agent`, which
+    only an agent that asks for it gets (children cost budget; pi has no such tool)."""
+    return tuple(tool for tool in root_tools if tool != CHILD_AGENT_TOOL)
+
+
+def resolve_agent(
+    options: dict[str, Any], ctx: ResolutionContext, noun: str = "agent", inherited: tuple[str, ...] | None = None
+) -> AgentSpec:
+    """Validate and resolve one call's options (J.2 order: role, tools, model, thinking).
+
+    `inherited` is a parent agent's tools: a child's default, and the boundary its tools stay in.
+    """
     validate_agent_options(options, noun)
     role_name = options.get("role")
     role: RoleSpec | None = None
@@ -106,11 +139,14 @@ def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "
             raise WorkflowError("UNKNOWN_AGENT_TYPE", f"Unknown agent role: {role_name}")
     explicit_tools = options.get("tools")
     tools = tuple(explicit_tools) if explicit_tools is not None else (
-        role.tools if role is not None and role.tools is not None else ctx.root_tools
+        role.tools if role is not None and role.tools is not None
+        else inherited if inherited is not None else default_tools(ctx.root_tools)
     )
     for tool in tools:
         if tool not in ctx.root_tools:
             raise WorkflowError("UNKNOWN_TOOL", f"Tool is outside the launching session boundary: {tool}")
+        if inherited is not None and tool not in inherited:
+            raise WorkflowError("UNKNOWN_TOOL", f"Child tool escalates parent boundary: {tool}")
     requested = options.get("model") or (role.model if role is not None else None) or ctx.launch_model
     model = resolve_model(requested, ctx)
     alias_thinking = None
@@ -122,7 +158,7 @@ def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "
         or alias_thinking
         or (role.thinking if role is not None else None)
         or literal_thinking
-        or ctx.launch_thinking
+        or ctx.inherited_thinking
     )
     label = options.get("label")
     label = label.strip() if isinstance(label, str) else None
@@ -139,4 +175,5 @@ def resolve_agent(options: dict[str, Any], ctx: ResolutionContext, noun: str = "
         retries=int(options.get("retries", 0)),
         timeout_ms=None if options.get("timeoutMs") is None else int(options["timeoutMs"]),
         options=options,
+        resources=merge_resource_policies(ctx.resource_policy, role.resources if role is not None else None),
     )

@@ -67,6 +67,7 @@ from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.engine.backends.chat_completions import Endpoint, Reply, TokenCounts, ToolCall, complete
 from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
 from piflow.engine.tools import Tool, ToolResult, ToolRuntime
+from piflow.engine.tools.registry import child_agent_tools
 from piflow.errors import WorkflowError
 
 __all__ = ["OpenAIBackend"]
@@ -150,15 +151,37 @@ class OpenAIBackend:
         self._transcripts_dir = transcripts_dir
         self._client_factory = client_factory or _default_client
         self._extension_tools = dict(extension_tools or {})
+        self._steering: dict[str, list[str]] = {}
+        """Steering messages per agent id, taken before the running attempt's next model turn."""
+        self._running: set[str] = set()
+
+    async def steer(self, agent_id: str, message: str, mode: str) -> str:
+        """Queue `message` as a user message before the agent's next turn (`runs.steer`, `steer_subagent`)."""
+        self._steering.setdefault(agent_id, []).append(message)
+        return "delivered" if agent_id in self._running else "queued"
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         endpoint, model = await self._endpoint(request)
-        tools = ToolRuntime.for_names(request.tools, request.cwd, _tool_timeout(request), self._extension_tools)
+        extra = self._extension_tools
+        names = request.tools
+        if request.children is not None:  # spec J.5: `agent` brings its two companions
+            children = child_agent_tools(request.children)
+            extra, names = {**extra, **children}, (*names, *children)
+        tools = ToolRuntime.for_names(names, request.cwd, _tool_timeout(request), extra)
         session = self._session(request, model, control)
+        control.system_prompt(session.system)
         transcript = self._transcript(request, model, session.id, control)
-        async with self._client_factory() as client:
-            attempt = _Attempt(client, endpoint, model, request, control, list(session.messages), transcript, tools)
-            value = await attempt.run()
+        steering = self._steering.setdefault(request.agent_id, [])
+        self._running.add(request.agent_id)
+        try:
+            async with self._client_factory() as client:
+                attempt = _Attempt(client, endpoint, model, request, control, list(session.messages), transcript,
+                                   tools, steering)
+                value = await attempt.run()
+        finally:
+            self._running.discard(request.agent_id)
+            if not steering:
+                self._steering.pop(request.agent_id, None)
         if request.conversation:
             head = _Session(session.id, session.model, session.system, tuple(attempt.messages))
             control.save_conversation_state(head.to_json())
@@ -252,8 +275,10 @@ class _Attempt:
         messages: list[dict[str, Any]],
         transcript: _Transcript | None,
         tools: ToolRuntime,
+        steering: list[str],
     ) -> None:
         self.tools = tools
+        self.steering = steering
         self.client = client
         self.endpoint = endpoint
         self.model = model
@@ -282,6 +307,8 @@ class _Attempt:
         result is accepted."""
         self._add({"role": "user", "content": text})
         while True:
+            while self.steering:
+                self._add({"role": "user", "content": self.steering.pop(0)})
             self.control.before_turn()
             body = self._body()
             reply = await complete(self.client, self.endpoint, body, self.control.activity)
@@ -328,6 +355,9 @@ class _Attempt:
     async def _run_tools(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         """Every call of one turn, run concurrently; results in the order of the calls."""
         results: list[ToolResult] = [ToolResult("", False)] * len(calls)
+        for call in calls:  # toolBudget counts every call of the turn before any runs (the answer is no tool)
+            if call.name != RESULT_TOOL or self.schema is None:
+                self.control.tool_call(call.name)
 
         async def run(index: int, call: ToolCall) -> None:
             if call.name == RESULT_TOOL and self.schema is not None:

@@ -135,11 +135,15 @@ def save_output(plan: ChildPlan, value: Any) -> None:
     temporary.replace(path)
 
 
+def _model_ref(name: str) -> ModelRef:
+    provider, _, model_id = name.partition("/")
+    return ModelRef(provider, model_id) if model_id else ModelRef("", provider)
+
+
 def child_spec(plan: ChildPlan, agents: SnapshotAgents, run: ActiveRun) -> AgentSpec:
     """The AgentSpec of a child: its agent definition's prompt, tools, model and thinking (spec B)."""
     definition = agents.definition(plan.agent)
     model = agents.model(plan.model, definition)
-    provider, _, model_id = model.model.partition("/")
     params = plan.params
     timeout = params.get("timeoutMs")
     options: dict[str, Any] = {"key": plan.key, "agent": plan.agent}
@@ -150,7 +154,7 @@ def child_spec(plan: ChildPlan, agents: SnapshotAgents, run: ActiveRun) -> Agent
         label=plan.key,
         role=plan.agent,
         requested_model=None,
-        model=ModelRef(provider, model_id) if model_id else ModelRef("", provider),
+        model=_model_ref(model.model),
         thinking=model.thinking,
         tools=tuple(tools),
         system_append=definition.system_prompt or None,
@@ -158,6 +162,7 @@ def child_spec(plan: ChildPlan, agents: SnapshotAgents, run: ActiveRun) -> Agent
         retries=0,
         timeout_ms=int(timeout) if isinstance(timeout, int) and not isinstance(timeout, bool) else None,
         options=options,
+        fallback_models=tuple(_model_ref(name) for name in model.fallback_models if name != model.model),
     )
 
 
