@@ -30,7 +30,16 @@ from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store
 from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.subagents.progress import event_line, host_words, stage_words
 from piflow.engine.subagents.views import SubagentsView
-from piflow.engine.views import AgentDetailView, AgentView, RunView, attention_key, observed_run, run_summary, run_view
+from piflow.engine.views import (
+    AgentDetailView,
+    AgentView,
+    AttemptSetupView,
+    RunView,
+    attention_key,
+    observed_run,
+    run_summary,
+    run_view,
+)
 from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError
 from piflow.executors import add_executor_option, executor_for
@@ -572,6 +581,8 @@ def format_run(view: RunView) -> str:
                 lines.append(f"     {pad}attempt {attempt.number}: {attempt.error.code}: {attempt.error.message}")
         if detail.transcript_path:
             lines.append(f"     {pad}transcript: {detail.transcript_path}")
+        if detail.attempt_list and (setup := detail.attempt_list[-1].setup) is not None:
+            lines.append(f"     {pad}ran with: {setup_in_words(setup)}")
     for checkpoint in view.checkpoints:
         lines.append(f"Checkpoint {checkpoint.name}: {checkpoint.state} ({checkpoint.prompt})")
     for worktree in view.worktrees:
@@ -587,6 +598,18 @@ def format_run(view: RunView) -> str:
     if view.has_result:
         lines.append(f"Result: {json.dumps(view.result, ensure_ascii=False)}")
     return "\n".join(lines)
+
+
+def setup_in_words(setup: AttemptSetupView) -> str:
+    """One line of an attempt's set-up: model, thinking, tools, prompt fingerprint, policy."""
+    words = [f"model {setup.model}", f"thinking {setup.thinking or 'default'}",
+             f"tools {', '.join(setup.tools) or '(none)'}"]
+    if setup.system_prompt_sha256 is not None and setup.system_prompt is not None:
+        words.append(f"system prompt {setup.system_prompt_sha256[:12]} ({len(setup.system_prompt)} chars)")
+    if setup.disabled_resources:
+        disabled = [*setup.disabled_resources.get("skills", ()), *setup.disabled_resources.get("extensions", ())]
+        words.append(f"disabled resources {', '.join(disabled)}")
+    return "; ".join(words)
 
 
 def _ownership_order(

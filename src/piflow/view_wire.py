@@ -11,6 +11,7 @@ from piflow.engine.subagents.views import SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
+    AttemptSetupView,
     AttemptView,
     RunSummaryView,
     RunView,
@@ -49,6 +50,19 @@ def attempt_json(attempt: AttemptView) -> dict[str, Any]:
         shown["error"] = {"code": attempt.error.code, "message": attempt.error.message}
     if attempt.transcript_path:
         shown["transcriptPath"] = attempt.transcript_path
+    if attempt.setup is not None:
+        shown["setup"] = setup_json(attempt.setup)
+    return shown
+
+
+def setup_json(setup: AttemptSetupView) -> dict[str, Any]:
+    shown: dict[str, Any] = {"hookNames": setup.hook_names, "model": setup.model, "thinking": setup.thinking,
+                             "tools": setup.tools, "cwd": setup.cwd}
+    if setup.system_prompt is not None:
+        shown["systemPrompt"] = setup.system_prompt
+        shown["systemPromptSha256"] = setup.system_prompt_sha256
+    if setup.disabled_resources is not None:
+        shown["disabledAgentResources"] = setup.disabled_resources
     return shown
 
 

@@ -26,7 +26,7 @@ SHARED_KEYS = frozenset({
     "scriptPath",  # the snapshot (engine/snapshot.py)
     "proposalId",  # budget proposals' decision payload and budget events
     "costUsd",  # usage (engine/budgets.py), as the store keeps it
-    "structuralPath", "journalPath",  # agent events (engine/agents.py)
+    "structuralPath", "journalPath", "parentId",  # agent events (engine/agents.py, spec I)
     # pi-subagents results the script gets (SUBAGENTS_SPEC A.4, A.6, A.7), journaled and in its events
     "outputReference", "failedStage", "exitCode", "outputPath", "durationMs",
 })

@@ -34,6 +34,7 @@ from piflow.config.settings import WorkflowSettings, load_settings, save_model_a
 from piflow.errors import WorkflowError
 
 __all__ = [
+    "CHILD_AGENT_TOOL",
     "DEFAULT_ROOT_TOOLS",
     "THINKING_LEVELS",
     "ModelAvailability",
@@ -57,8 +58,10 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
-"""pi's built-in tools: the root tools when nothing says otherwise."""
+CHILD_AGENT_TOOL: Final = "agent"
+"""The tool that lets an agent start child agents (spec J.5); only agents that name it get it."""
+DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls", CHILD_AGENT_TOOL)
+"""pi's built-in tools plus `agent`: the root tools when nothing says otherwise."""
 
 
 @dataclass(frozen=True)

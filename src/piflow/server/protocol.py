@@ -306,6 +306,29 @@ class ListRunsResult(Message):
     runs: list[RunSummary]
 
 
+class DisabledResources(Message):
+    """`disabledAgentResources` an attempt ran under: skill names and extension paths (spec D)."""
+
+    skills: list[str]
+    extensions: list[str]
+
+
+class AttemptSetup(Message):
+    """What an attempt ran with, for audit (spec J.3 `setup`)."""
+
+    hook_names: list[str]
+    """The extension setup hooks that ran before it, in order."""
+    model: str | None
+    thinking: str | None
+    tools: list[str]
+    cwd: str | None
+    system_prompt: str | None = None
+    """The effective system prompt: the backend's own part, the role body and hook appends."""
+    system_prompt_sha256: str | None = None
+    disabled_agent_resources: DisabledResources | None = None
+    """The resource policy applied, when one was (settings and the role's)."""
+
+
 class AttemptDetail(Message):
     """One attempt of an agent; `state` is `running`, `completed`, `failed` or `cancelled`."""
 
@@ -317,6 +340,8 @@ class AttemptDetail(Message):
     """Why the attempt failed, when it did."""
     transcript_path: str | None = None
     """The attempt's transcript file, when its backend keeps one (the pi backend does)."""
+    setup: AttemptSetup | None = None
+    """What the attempt ran with; absent for attempts recorded before piflow kept it."""
 
 
 class AgentDetail(Message):
@@ -648,7 +673,8 @@ def reference_markdown() -> str:
         ]
     lines += ["### Shared shapes", ""]
     for model in (ErrorInfo, AgentProgress, AgentCounts, AwaitingCheckpoint, Budget, BudgetLimit, BudgetUsage,
-                  BudgetEvent, RunSummary, AgentDetail, AttemptDetail, CheckpointDetail, BudgetDetail, ClientOptions):
+                  BudgetEvent, RunSummary, AgentDetail, AttemptDetail, AttemptSetup, DisabledResources,
+                  CheckpointDetail, BudgetDetail, ClientOptions):
         lines += [f"#### `{model.__name__}`", "", (model.__doc__ or "").strip(), "", *_fields_table(model), ""]
     lines.append(REFERENCE_END)
     return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from piflow.config.model_refs import ModelRef
+from piflow.config.resources import ResourcePolicy
 
 if TYPE_CHECKING:
     from piflow.engine.tools.registry import ChildAgents
@@ -53,6 +54,8 @@ class AttemptRequest:
     """The attempt's direct children (spec J.5), when its tools include `agent`."""
     parent_id: str | None = None
     """The parent agent's id, when this attempt is a child's."""
+    resources: ResourcePolicy = field(default_factory=ResourcePolicy)
+    """Skills and extensions the session must not load (`disabledAgentResources`, spec D)."""
 
 
 class AttemptControl(Protocol):
@@ -89,6 +92,10 @@ class AttemptControl(Protocol):
 
     def save_conversation_state(self, state: dict[str, Any]) -> None:
         """Keep `state` as the conversation's head; it is stored with this turn's journaled result."""
+
+    def system_prompt(self, text: str) -> None:
+        """Record the system prompt the session really runs with (what the backend adds included),
+        so the attempt's set-up shows it."""
 
 
 class ProviderRateLimited(Exception):

@@ -75,6 +75,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from piflow.config import CHILD_AGENT_TOOL
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.backends.openai import RESULT_TOOL, RESULT_TOOL_DESCRIPTION
 from piflow.engine.backends.pi_bridge import DIALOG_PREFIX, write_bridge
@@ -215,7 +216,8 @@ class PiBackend:
         args = ["--mode", "rpc", "--model", request.model.name]
         if request.thinking is not None:
             args += ["--thinking", request.thinking]
-        tools = [*request.tools, RESULT_TOOL] if request.output_schema is not None else list(request.tools)
+        own = [tool for tool in request.tools if tool != CHILD_AGENT_TOOL]  # pi has no `agent` tool (docs/backends.md)
+        tools = [*own, RESULT_TOOL] if request.output_schema is not None else own
         args += ["--tools", ",".join(tools)] if tools else ["--no-tools"]
         if request.system_append:
             # A file, because pi reads `--append-system-prompt` as a path when one exists by that name.

@@ -240,6 +240,7 @@ class ScriptedBackend:
 
     async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
         answer = self.fixtures.answer_for(request)
+        control.system_prompt(request.system_append or "")  # no native prompt: the role body is all of it
         control.before_turn()
         control.activity("responding")
         latency = answer.get("latencyMs", self.fixtures.latency_ms)

@@ -7,9 +7,10 @@ filtered by options, role and policy), confined to the attempt's working directo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 
@@ -172,6 +173,88 @@ BUILTIN_TOOLS: Final[Mapping[str, Tool]] = {
 }
 
 BUILTIN_TOOL_NAMES: Final = tuple(BUILTIN_TOOLS)
+
+
+class ChildAgents(Protocol):
+    """What the engine offers an attempt whose tools include `agent` (spec J.5).
+
+    Failures are WorkflowErrors: `child_agent_tools` answers them to the model as tool errors,
+    except BUDGET_EXHAUSTED, which ends the attempt.
+    """
+
+    async def spawn(self, params: Any) -> str:
+        """Start a direct child from the `agent` tool's parameters; its id."""
+
+    async def result(self, child_id: Any) -> dict[str, Any]:
+        """Wait for a direct child; `{id, ok, value|error}`."""
+
+    async def steer(self, child_id: Any, message: Any) -> None:
+        """Deliver `message` to a direct child that is still running."""
+
+
+CHILD_AGENT_TOOL: Final = "agent"
+CHILD_TOOL_NAMES: Final = (CHILD_AGENT_TOOL, "get_subagent_result", "steer_subagent")
+_CHILD_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "prompt": {"type": "string", "description": "The child's task"},
+        "label": {"type": "string", "description": "A short, unique name for the child"},
+        "tools": {"type": "array", "items": {"type": "string"},
+                  "description": "The child's tools (a subset of yours; default: yours)"},
+        "model": {"type": "string", "description": "Model id or alias (default: the launching model)"},
+        "thinking": {"type": "string", "description": "Thinking level"},
+        "role": {"type": "string", "description": "A workflow role (not with model, thinking or tools)"},
+        "outputSchema": {"type": "object", "description": "JSON Schema the child's result must match"},
+        "retries": {"type": "integer", "description": "Extra attempts after a failure (default 0)"},
+        "timeoutMs": {"type": "integer", "description": "Time limit of each attempt in milliseconds"},
+    },
+    "required": ["prompt", "label"],
+}
+
+
+def child_agent_tools(children: ChildAgents) -> dict[str, Tool]:
+    """The three child-agent tools of spec J.5, served by the engine's `children`."""
+    from piflow.errors import WorkflowError, format_workflow_failure
+
+    async def answer(call: Awaitable[str]) -> str:
+        try:
+            return await call
+        except WorkflowError as error:
+            if error.code == "BUDGET_EXHAUSTED":
+                raise
+            raise ToolError(format_workflow_failure(error)) from None
+
+    async def spawn(_context: ToolCallContext, args: Arguments) -> str:
+        async def run() -> str:
+            return json.dumps({"id": await children.spawn(dict(args.values))})
+        return await answer(run())
+
+    async def result(_context: ToolCallContext, args: Arguments) -> str:
+        async def run() -> str:
+            return json.dumps(await children.result(args.values.get("id")))
+        return await answer(run())
+
+    async def steer(_context: ToolCallContext, args: Arguments) -> str:
+        async def run() -> str:
+            await children.steer(args.values.get("id"), args.values.get("message"))
+            return "Steering delivered."
+        return await answer(run())
+
+    return {
+        tool.name: tool
+        for tool in (
+            Tool(CHILD_AGENT_TOOL, "Start a child agent on a sub-task; returns its id. Collect its result with "
+                 "get_subagent_result before you answer.", _CHILD_PARAMETERS, spawn,
+                 lambda args: _line("agent ", _about(args, "label"))),
+            Tool("get_subagent_result", "Wait for one of your child agents and return {id, ok, value|error}.",
+                 _schema(["id"], id=("string", "The id the agent tool returned")), result,
+                 lambda args: _line("waiting for ", _about(args, "id"))),
+            Tool("steer_subagent", "Send a message to one of your running child agents.",
+                 _schema(["id", "message"], id=("string", "The child's id"),
+                         message=("string", "What to tell the child")), steer,
+                 lambda args: _line("steer ", _about(args, "id"))),
+        )
+    }
 
 
 class ToolRuntime:
