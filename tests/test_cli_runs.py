@@ -107,7 +107,10 @@ def test_show_json_carries_outputs_attempts_and_transcripts(failed_run: tuple[Pr
     assert writer["output"] == {"summary": "all good", "lines": 3}
     assert writer["outputPreview"] == '{"summary":"all good","lines":3}'
     assert writer["outputTruncated"] is False and writer["transcriptPath"] is None
-    assert writer["attemptList"] == [{"number": 1, "state": "completed", "tokens": 12, "costUsd": 0.0}]
+    [attempt] = writer["attemptList"]
+    assert attempt["setup"]["model"] == "scripted/default"  # what it ran with: tests/engine/test_attempt_audit.py
+    assert {k: v for k, v in attempt.items() if k != "setup"} == {
+        "number": 1, "state": "completed", "tokens": 12, "costUsd": 0.0}
     assert "output" not in big and big["outputTruncated"] is True  # 70 KiB: over the 64 KiB the view carries
     assert big["outputPreview"] == "x" * 199 + "…"
     assert "output" not in breaker and breaker["outputPreview"] is None and breaker["outputTruncated"] is False

@@ -74,6 +74,8 @@ class BudgetControl:
     """The conversation state the engine would load from the run store."""
     saved: dict[str, Any] | None = None
     """The conversation state the backend asked to keep after this turn."""
+    system_prompts: list[str] = field(default_factory=list)
+    """The effective system prompts the backend reported."""
 
     def __post_init__(self) -> None:
         self.budget = BudgetTracker(self.limits)
@@ -116,3 +118,6 @@ class BudgetControl:
 
     def save_conversation_state(self, state: dict[str, Any]) -> None:
         self.saved = state
+
+    def system_prompt(self, text: str) -> None:
+        self.system_prompts.append(text)

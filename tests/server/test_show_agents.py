@@ -51,7 +51,10 @@ async def test_show_run_and_show_agent_carry_outputs_and_errors(start, workspace
     assert view["state"] == "failed"
     writer, big, breaker = view["agentList"]
     assert (writer["output"], writer["outputPreview"]) == ("a haiku\nin two lines", "a haiku in two lines")
-    assert writer["attemptList"] == [{"number": 1, "state": "completed", "tokens": writer["tokens"], "costUsd": 0.0}]
+    [attempt] = writer["attemptList"]
+    assert attempt["setup"]["model"] == writer["model"] and "systemPrompt" in attempt["setup"]
+    assert {k: v for k, v in attempt.items() if k != "setup"} == {
+        "number": 1, "state": "completed", "tokens": writer["tokens"], "costUsd": 0.0}
     assert "output" not in big and big["outputTruncated"] is True
     assert big["outputPreview"] == ('{"text":"' + BIG)[:199] + "…"
     timed_out = {"code": "AGENT_TIMEOUT", "message": "Agent attempt timed out"}
@@ -61,5 +64,6 @@ async def test_show_run_and_show_agent_carry_outputs_and_errors(start, workspace
     full = await execute(client, "piflow.showAgent", {"runId": run_id[:8], "agentId": big["id"]})
     assert full["output"] == {"text": BIG} and full["outputTruncated"] is False
     assert full["label"] == "big" and full["attemptList"][0]["state"] == "completed"
+    assert full["attemptList"][0]["setup"]["tools"] == big["attemptList"][0]["setup"]["tools"]  # the agent view audits
     with pytest.raises(JsonRpcException, match="Unknown workflow agent"):
         await execute(client, "piflow.showAgent", {"runId": run_id, "agentId": f"{run_id}:99"})

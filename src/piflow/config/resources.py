@@ -20,7 +20,13 @@ from piflow.config.paths import expand_home
 from piflow.errors import WorkflowError
 from piflow.jsvalues import UNDEFINED, js_object_entries, js_trim
 
-__all__ = ["RESOURCE_KINDS", "ResourcePolicy", "merge_resource_policies", "validate_resource_policy"]
+__all__ = [
+    "RESOURCE_KINDS",
+    "ResourcePolicy",
+    "merge_resource_policies",
+    "resource_policy_from_json",
+    "validate_resource_policy",
+]
 
 RESOURCE_KINDS: Final = ("skills", "extensions")
 
@@ -42,6 +48,13 @@ class ResourcePolicy:
     @property
     def empty(self) -> bool:
         return not self.skills and not self.extensions
+
+
+def resource_policy_from_json(data: Any) -> ResourcePolicy | None:
+    """A policy saved by `to_json` (a run's launch snapshot holds its roles' policies)."""
+    if not isinstance(data, Mapping):
+        return None
+    return ResourcePolicy(tuple(data.get("skills") or ()), tuple(data.get("extensions") or ()))
 
 
 def merge_resource_policies(*policies: ResourcePolicy | None) -> ResourcePolicy:

@@ -11,6 +11,7 @@ from piflow.config import (
     ModelAvailability,
     ModelRegistry,
     PiflowConfig,
+    ResourcePolicy,
     load_config,
     model_availability,
 )
@@ -39,6 +40,8 @@ class LaunchEnvironment:
     models: ModelAvailability
     backend_configured: bool = False
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
+    resource_policy: ResourcePolicy = field(default_factory=ResourcePolicy)
+    """`disabledAgentResources` of the settings (global ∪ trusted project)."""
 
     @property
     def provider_backends(self) -> dict[str, str]:
@@ -91,6 +94,7 @@ def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
         registry=config.registry,
         project=config.project,
         models=model_availability(config.registry, config.project),
+        resource_policy=config.resource_policy,
         backend_configured=config.project.project_file is not None or config.project.user_file is not None,
     )
 

@@ -125,7 +125,7 @@ class ActiveRun:
     @property
     def worker_log(self) -> Path:
         """Where the worker's stderr goes: a Python traceback belongs in a file, never on a terminal."""
-        return self.store.location.parent / "runs" / self.id / "worker.log"
+        return self.store.run_dir(self.id) / "worker.log"
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

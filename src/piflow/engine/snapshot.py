@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,13 @@ IDENTITY_VERSION = 3
 ARGS_LIMIT_BYTES = 10 * 1024 * 1024
 
 
+@functools.lru_cache(maxsize=8)
 def script_body(script: str) -> str:
-    """The script the worker runs: the source without its `export const meta` header."""
-    return split_meta(script)[1]
+    """The script the worker runs: the source without its `export const meta` header.
+
+    A script without the word `export` has no header (a keyword cannot be spelled with escapes), so
+    it is not parsed: at 10,000 agents that parse costs 0.1 s of every launch and resume."""
+    return split_meta(script)[1] if "export" in script else script
 
 
 def _check_args(args: Any) -> Any:
@@ -48,7 +53,8 @@ def build_snapshot(
     backend: str,
 ) -> dict[str, Any]:
     """Validate the launch (B.2) and pin everything a resume must see unchanged."""
-    if request.script and detect_dialect(request.script.encode()).name == subagents.NAME:
+    dialect = detect_dialect(request.script.encode(), path=request.script_path, project=env.project)
+    if request.script and dialect.name == subagents.NAME:
         from piflow.engine.subagents.launch import subagents_snapshot
 
         snapshot = subagents_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
@@ -167,4 +173,5 @@ def resolution_context(snapshot: dict[str, Any], env: LaunchEnvironment) -> Reso
         blocked_aliases=dict(snapshot.get("blockedAliases") or {}),
         settings_path=snapshot.get("settingsPath"),
         verify_models=env.registry_configured,
+        resource_policy=env.resource_policy,
     )

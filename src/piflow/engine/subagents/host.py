@@ -306,7 +306,7 @@ class HostSteps:
         else:
             await run.lifecycle.enter()
             try:
-                default_log = run.store.location.parent / "runs" / run.id / "host" / f"{step.key}.log"
+                default_log = run.store.run_dir(run.id) / "host" / f"{step.key}.log"
                 run.emit(SUBAGENT_HOST, {"key": step.key, "command": step.command, "state": "running"})
                 try:
                     result = await execute(step, Path(run.cwd), default_log)
