@@ -12,7 +12,7 @@ import re
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from piflow.analysis.analyze import analyze
 from piflow.analysis.capabilities import Capabilities
@@ -22,6 +22,9 @@ from piflow.analysis.script_file import read_script_file, unreadable_script
 from piflow.cli_errors import UsageError
 from piflow.config.files import FileRefused
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.config.project import ProjectConfig
 
 DEFAULT_GLOB: Final = "**/*.workflow.js"
 ACORN_LOCATION: Final = re.compile(r"\(\d+:\d+\)$")
@@ -117,9 +120,21 @@ def load_capabilities_file(path: str) -> Capabilities:
 def project_capabilities(directory: Path) -> Capabilities:
     """What scripts in `directory` may reference, from pi's and piflow's configuration of its project."""
     from piflow import config
+    from piflow.engine.extensions import installed_tool_names
 
     try:
-        return Capabilities.from_config(config.load_config(directory))
+        return Capabilities.from_config(config.load_config(directory), extension_tools=installed_tool_names())
+    except WorkflowError as error:
+        raise UsageError(f"configuration error: {error.message}") from None
+
+
+@cache
+def project_settings(directory: Path) -> ProjectConfig:
+    """piflow's settings of the project holding `directory` (its `[dialects]` globs pick dialects)."""
+    from piflow.config.project import load_project_config
+
+    try:
+        return load_project_config(directory)
     except WorkflowError as error:
         raise UsageError(f"configuration error: {error.message}") from None
 
@@ -130,7 +145,7 @@ def check_file(path: str, capabilities: Capabilities, dialect: str | None, *, co
         script = read_script_file(path)
     except (OSError, FileRefused) as error:
         raise UsageError(unreadable_script(path, error)) from None
-    chosen = detect_dialect(script.data, dialect)
+    chosen = detect_dialect(script.data, dialect, path=path, project=project_settings(Path(path).resolve().parent))
     findings = script.findings() + analyze(script.text, capabilities, chosen.name, compile=compile)
     ordered = sorted(findings, key=lambda f: (f.range.start.line, f.range.start.character))
     return FileReport(path, chosen.name, tuple(ordered))

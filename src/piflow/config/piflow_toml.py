@@ -7,7 +7,7 @@ TOML file to validate: `project` imports this module only when it has one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,6 +44,11 @@ class PiflowSection(_Strict):
         description="piflow.toml: trust this project's .pi/ roles and settings. "
         "User config: trust every project that does not say otherwise.",
     )
+    executor: Literal["embedded", "temporal"] | None = Field(
+        default=None,
+        description="Where runs execute: embedded (owner processes on this machine, the default) or temporal "
+        "(a Temporal cluster served by `piflow worker` processes; see [temporal]).",
+    )
 
 
 class BackendOverride(_Strict):
@@ -62,12 +67,43 @@ class ScriptedSection(_Strict):
     )
 
 
+class TemporalSection(_Strict):
+    """`[temporal]`: the cluster runs go to when `executor = "temporal"`."""
+
+    address: str | None = Field(default=None, min_length=1, description="host:port of the Temporal frontend "
+                                "(default localhost:7233, what `temporal server start-dev` serves).")
+    namespace: str | None = Field(default=None, min_length=1, description="Temporal namespace (default: default).")
+    task_queue: str | None = Field(default=None, min_length=1,
+                                   description="Task queue `piflow worker` serves (default: piflow).")
+    tls: bool | None = Field(default=None, description="Connect with TLS (default: on when an API key is set).")
+    api_key_env: str | None = Field(
+        default=None, min_length=1,
+        description="Name of the environment variable holding the cluster's API key (keys never go in files).",
+    )
+
+
+class DialectsSection(_Strict):
+    """`[dialects]`: scripts whose dialect is chosen by their path (a first-line pragma still wins)."""
+
+    pi_subagents: list[str] | None = Field(
+        default=None, alias="pi-subagents",
+        description="Globs (relative to the project root) of pi-subagents workflowScript files, "
+        'e.g. ["fleet/**/*.js"]; they get that dialect even when they use no runs.* call.',
+    )
+    pi_extensible_workflows: list[str] | None = Field(
+        default=None, alias="pi-extensible-workflows",
+        description="Globs of pi-extensible-workflows scripts (the default dialect): never guessed as pi-subagents.",
+    )
+
+
 class PiflowFile(_Strict):
     """The schema of `piflow.toml` and of the user's `config.toml`."""
 
     piflow: PiflowSection = Field(default_factory=PiflowSection)
     backends: dict[str, BackendOverride] = Field(default_factory=dict)
     scripted: ScriptedSection = Field(default_factory=ScriptedSection)
+    temporal: TemporalSection = Field(default_factory=TemporalSection)
+    dialects: DialectsSection = Field(default_factory=DialectsSection)
     model_aliases: dict[str, str] = Field(
         default_factory=dict,
         description="Default model aliases for this project's scripts (name = provider/model[:thinking]). "

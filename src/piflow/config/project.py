@@ -9,9 +9,10 @@ the offending key so editors and terminals can jump to it.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -33,6 +34,7 @@ __all__ = [
     "ProjectConfig",
     "find_project_root",
     "load_project_config",
+    "matches_globs",
     "read_piflow_file",
 ]
 
@@ -60,10 +62,42 @@ class ProjectConfig:
     """`[model_aliases]` of the user file, overridden by the project file's (defaults under pi's)."""
     trusted: bool = False
     trust_reason: str = "no piflow.toml or user setting trusts this project"
+    executor: str = "embedded"
+    temporal: dict[str, Any] = field(default_factory=dict)
+    """`[temporal]` settings set in the project file, else the user file (key → value)."""
+    dialects: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """`[dialects]`: dialect name → globs, each from the project file, else the user file."""
 
     def backend_for(self, provider: str) -> BackendName:
         """The backend for a model provider (`[backends.<provider>]`, else `[piflow] backend`)."""
         return self.provider_backends.get(provider, self.backend)
+
+    def dialect_for(self, path: Path | str | None) -> str | None:
+        """The dialect whose `[dialects]` globs name this file (None: none does, or no path)."""
+        for dialect, globs in self.dialects.items():
+            if path is not None and matches_globs(self.project_root, path, globs):
+                return dialect
+        return None
+
+
+def matches_globs(root: Path, path: Path | str, globs: Sequence[str]) -> bool:
+    """Whether project-relative globs name a file (`**/` also matches at the root); outside: never."""
+    try:
+        relative = Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return False
+    return any(fnmatch.fnmatchcase(relative, variant) for glob in globs for variant in _zero_directory_forms(glob))
+
+
+def _zero_directory_forms(glob: str) -> Iterator[str]:
+    """The glob, and its forms with any `**/` matching no directory (fnmatch's `*` spans `/` already)."""
+    head, found, tail = glob.partition("**/")
+    if not found:
+        yield glob
+        return
+    for rest in _zero_directory_forms(tail):
+        yield head + found + rest
+        yield head + rest
 
 
 def find_project_root(start: Path | str) -> Path | None:
@@ -144,7 +178,8 @@ def _describe(error: Mapping[str, Any], location: Sequence[Any]) -> str:
     if error["type"] == "extra_forbidden":
         return f"unknown key {dotted}"
     if error["type"] == "literal_error":
-        return f'{dotted} must be one of "scripted", "openai", "pi"'
+        choices = ", ".join(f'"{choice}"' for choice in re.findall(r"'([^']*)'", error["ctx"]["expected"]))
+        return f"{dotted} must be one of {choices}"
     message = str(error["msg"])
     return f"{dotted}: {message[:1].lower()}{message[1:]}"
 
@@ -291,7 +326,21 @@ def load_project_config(
     for file, _ in reversed(sources):
         backends.update({name: entry.backend for name, entry in file.backends.items()})
         aliases.update(file.model_aliases)
+    executor = first(lambda file: file.piflow.executor)
+    temporal: dict[str, Any] = {}
+    for key in ("address", "namespace", "task_queue", "tls", "api_key_env"):
+        setting = first(lambda file, key=key: getattr(file.temporal, key))  # type: ignore[misc]
+        if setting is not None:
+            temporal[key] = setting[0]
+    dialects: dict[str, tuple[str, ...]] = {}
+    for key, name in (("pi_subagents", "pi-subagents"), ("pi_extensible_workflows", "pi-extensible-workflows")):
+        globs = first(lambda file, key=key: getattr(file.dialects, key))  # type: ignore[misc]
+        if globs is not None:
+            dialects[name] = tuple(globs[0])
     return ProjectConfig(
+        dialects=dialects,
+        executor=executor[0] if executor else "embedded",
+        temporal=temporal,
         project_root=root,
         project_file=project_path,
         user_file=user_path if user is not None else None,

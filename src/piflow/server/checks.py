@@ -20,7 +20,8 @@ def findings(snapshot: Snapshot, buffer: Buffer, *, compile: bool) -> list[Findi
     """The findings of a document version, by what the document is."""
     if snapshot.kind is DocumentKind.SCRIPT:
         assert isinstance(buffer, ScriptDocument)
-        return [*analyze_document(buffer, snapshot.project.capabilities, compile=compile), *_project_problems(snapshot)]
+        found = analyze_document(buffer, snapshot.project.capabilities, snapshot.dialect, compile)
+        return [*found, *_project_problems(snapshot)]
     path = _path(snapshot.uri)
     index = snapshot.index
     if path is None:

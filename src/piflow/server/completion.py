@@ -23,7 +23,6 @@ from typing import Final, Literal
 
 from lsprotocol import types
 
-from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.analysis.option_keys import AGENT_OPTIONS, OPTION_OBJECTS, OptionObject, option_markdown
 from piflow.config.model_refs import THINKING_LEVELS
@@ -331,7 +330,7 @@ def _items(snapshot: Snapshot, context: Context, edit_range: types.Range, snippe
         owner = context.owner
         return [item(key, types.CompletionItemKind.Property, owner.title, option_markdown(owner, key))
                 for key in owner.keys]
-    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+    if snapshot.dialect == SUBAGENTS:
         return _global_items([g for g in SUBAGENT_GLOBALS.values() if g.name.startswith(context.prefix)],
                              item, edit_range, snippets, member=False)
     found = []

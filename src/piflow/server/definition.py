@@ -8,7 +8,6 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import target_at
@@ -40,7 +39,7 @@ def subagent_definition_at(snapshot: Snapshot, offset: int) -> types.Location | 
 
 
 def definition_at(snapshot: Snapshot, position: types.Position) -> types.Location | None:
-    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+    if snapshot.dialect == SUBAGENTS:
         return subagent_definition_at(snapshot, snapshot.offset(position))
     target = target_at(snapshot, snapshot.offset(position))
     if target is None:

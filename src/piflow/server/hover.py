@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.analysis.dialects.subagents_children import child_models
 from piflow.analysis.option_keys import option_markdown
@@ -141,7 +140,7 @@ def markdown_for(snapshot: Snapshot, target: Target) -> str:
 def hover_at(snapshot: Snapshot, position: types.Position, markdown: bool) -> types.Hover | None:
     kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
     offset = snapshot.offset(position)
-    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+    if snapshot.dialect == SUBAGENTS:
         found = subagent_target_at(snapshot, offset)
         if found is None:
             return None

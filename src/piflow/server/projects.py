@@ -11,7 +11,6 @@ client allows it), through saves in the editor, and otherwise by polling the few
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import itertools
 import logging
 import os
@@ -35,6 +34,7 @@ from piflow.config.paths import (
     models_registry_path,
     user_config_path,
 )
+from piflow.config.project import matches_globs
 from piflow.engine.environment import project_root, store_path
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer, handler
@@ -77,17 +77,11 @@ class Project:
     store: Path | None = None
 
     def is_script(self, path: str | None) -> bool:
-        """Whether `[piflow] scripts` globs of the project name this file a workflow script."""
+        """Whether `[piflow] scripts` (or `[dialects]`) globs of the project name this file a workflow script."""
         if path is None or self.config is None:
             return False
-        try:
-            relative = Path(path).resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return False
-        return any(
-            fnmatch.fnmatchcase(relative, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(relative, glob[3:]))
-            for glob in self.config.project.scripts
-        )
+        project = self.config.project
+        return matches_globs(self.root, path, project.scripts) or project.dialect_for(path) is not None
 
     def resolve_model(self, requested: str) -> ModelInfo:
         """What a `model:` string means here: its alias target, the model it resolves to, availability."""
@@ -162,7 +156,14 @@ def load_project(root: Path) -> Project:
         store: Path | None = store_path(str(root), tolerant=True)
     except (WorkflowError, OSError):
         store = None
-    return Project(root, generation, config, Capabilities.from_config(config), config.problems, store)
+    from piflow.engine.extensions import installed_tool_names
+
+    problems = config.problems
+    try:
+        tools = installed_tool_names()
+    except WorkflowError as error:  # a broken extension fails every launch: say so, as for a broken file
+        tools, problems = frozenset(), (*problems, error)
+    return Project(root, generation, config, Capabilities.from_config(config, extension_tools=tools), problems, store)
 
 
 @dataclass

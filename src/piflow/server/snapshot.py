@@ -11,9 +11,11 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 from tree_sitter import Tree
 
 from piflow.analysis.document import ScriptDocument
@@ -101,6 +103,15 @@ class Snapshot:
     @property
     def described(self) -> bool:
         return self.calls is not None
+
+    @cached_property
+    def dialect(self) -> str:
+        """The script's dialect, decided once for this version from its text, path and project's
+        `[dialects]` globs: every feature asks this, never the text, so they agree with check and run."""
+        from piflow.analysis.dialects import detect_dialect
+
+        settings = self.project.config.project if self.project.config is not None else None
+        return detect_dialect(self.index.data, path=to_fs_path(self.uri), project=settings).name
 
     def described_as(self, other: Snapshot) -> Snapshot:
         """This snapshot with the description of `other`, a snapshot of the same text."""

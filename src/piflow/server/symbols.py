@@ -14,7 +14,6 @@ from typing import Any, Final
 
 from lsprotocol import types
 
-from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.dialects.subagents import NAME as SUBAGENTS
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.documents import DocumentTable
@@ -58,7 +57,7 @@ class _Node:
 
 
 def outline(snapshot: Snapshot) -> list[_Node]:
-    if detect_dialect(snapshot.index.data).name == SUBAGENTS:
+    if snapshot.dialect == SUBAGENTS:
         return [_Node(site.name, site.via, types.SymbolKind.Function, site.start, site.end, (site.start, site.end))
                 for site in sorted(key_sites(snapshot), key=lambda site: site.start)]
     roots: list[_Node] = []
