@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, model_availability
+from piflow.config import PiflowConfig, model_availability, root_tools
 from piflow.config.agent_definitions import AgentCatalog
 from piflow.config.roles import RoleDefinition
 
@@ -74,9 +74,16 @@ class Capabilities:
 
     @classmethod
     def from_config(
-        cls, config: PiflowConfig, tools: Iterable[str] | None = None, backend: str | None = None
+        cls,
+        config: PiflowConfig,
+        tools: Iterable[str] | None = None,
+        backend: str | None = None,
+        extension_tools: Iterable[str] = (),
     ) -> Capabilities:
         """What a script of this project may reference on `backend` (default: the configured one).
+
+        The tools are `root_tools` (what a launch on that backend allows) unless `tools` says
+        otherwise; `extension_tools` are the tool names installed extensions register.
 
         The models come from `model_availability`, as for a launch. Without a model registry
         nothing can be verified: `verified_models` is False, so analysis reports unknown models as
@@ -85,7 +92,7 @@ class Capabilities:
         models = model_availability(config.registry, config.project, backend)
         return cls.create(
             models=models.available,
-            tools=DEFAULT_ROOT_TOOLS if tools is None else tools,
+            tools=root_tools(backend or config.project.backend, extension_tools) if tools is None else tools,
             agent_types=config.roles.names,
             model_aliases=config.model_aliases,
             known_models=models.known,

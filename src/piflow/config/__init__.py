@@ -12,10 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TypeVar
 
 from piflow.config.agent_definitions import AgentCatalog, load_agent_catalog
-from piflow.config.availability import ModelAvailability, model_availability
+from piflow.config.availability import (
+    CHILD_AGENT_TOOL,
+    DEFAULT_ROOT_TOOLS,
+    ModelAvailability,
+    model_availability,
+    root_tools,
+)
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
 from piflow.config.paths import (
     agent_dir,
@@ -52,16 +58,13 @@ __all__ = [
     "parse_model_reference",
     "parse_role_markdown",
     "resolve_model_reference",
+    "root_tools",
     "save_model_aliases",
     "validate_model_aliases",
 ]
 
 _T = TypeVar("_T")
 
-CHILD_AGENT_TOOL: Final = "agent"
-"""The tool that lets an agent start child agents (spec J.5); only agents that name it get it."""
-DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls", CHILD_AGENT_TOOL)
-"""pi's built-in tools plus `agent`: the root tools when nothing says otherwise."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Which models a project's scripts may use on a backend: the one answer `piflow check`, the editor
-and `piflow run`'s launch validation share, so a script the first two pass is never refused by the last.
+"""Which models and tools a project's scripts may use on a backend: the one answer `piflow check`, the
+editor and `piflow run`'s launch validation share, so a script the first two pass is never refused by the last.
 
 A model is *known* when `models.json` lists it. A known model whose provider key is missing from
 the environment is still *available* on a backend that reads no key (scripted answers from
@@ -8,14 +8,25 @@ fixtures; pi resolves its own credentials), and unavailable only where a run wou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from piflow.config.project import BackendName, ProjectConfig
 from piflow.config.registry import ModelRegistry
 
-__all__ = ["KEYLESS_BACKENDS", "SCRIPTED_MODEL", "ModelAvailability", "model_availability"]
+__all__ = [
+    "CHILD_AGENT_TOOL", "DEFAULT_ROOT_TOOLS", "KEYLESS_BACKENDS", "SCRIPTED_MODEL", "ModelAvailability",
+    "model_availability", "root_tools",
+]
+
+CHILD_AGENT_TOOL: Final = "agent"
+"""The tool that lets an agent start child agents (spec J.5); only agents that name it get it."""
+DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls", CHILD_AGENT_TOOL)
+"""pi's built-in tools plus `agent`: the root tools of every backend."""
+EXTENSION_TOOL_BACKENDS: Final[frozenset[BackendName]] = frozenset({"scripted", "openai"})
+"""Backends that offer the tools piflow extensions register: openai runs them in its tool runtime
+(scripted answers from fixtures, whatever the tools). pi runs only the tools pi itself has."""
 
 KEYLESS_BACKENDS: Final[frozenset[BackendName]] = frozenset({"scripted", "pi"})
 """Backends that never read a provider's key from piflow's environment."""
@@ -62,3 +73,14 @@ def model_availability(
         available.append(launch_model)
         known |= {launch_model}
     return ModelAvailability(registry.configured, known, frozenset(available), launch_model, missing)
+
+
+def root_tools(backend: str, extension_tools: Iterable[str] = ()) -> frozenset[str]:
+    """The tools a script's agents may name on runs whose default backend is `backend`.
+
+    `extension_tools` are the names installed piflow extensions register (`tools`); only backends
+    that can run them offer them, so a script naming one elsewhere fails with UNKNOWN_TOOL before it
+    runs instead of an agent silently lacking it.
+    """
+    extra = frozenset(extension_tools) if backend in EXTENSION_TOOL_BACKENDS else frozenset()
+    return frozenset(DEFAULT_ROOT_TOOLS) | extra

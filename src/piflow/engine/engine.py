@@ -117,6 +117,7 @@ class Engine:
 
     def _environment_for(self, cwd: str) -> LaunchEnvironment:
         env = self._environment(cwd)
+        env = env.with_extension_tools(frozenset(self.extensions.tools))
         return replace(env, workflows={**self.extensions.workflows, **env.workflows})
 
     def _notify(self, run: ActiveRun, message: str, kind: str = "notice") -> None:
@@ -162,7 +163,8 @@ class Engine:
         env = env.with_backend(backend_name)
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
-        backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts)
+        backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts,
+                                 self.extensions.agent_tools())
         now = time.time()
         record = RunRecord(
             id=str(uuid.uuid4()),
@@ -401,7 +403,7 @@ class Engine:
         stored = self.store.get_run(record.id)
         assert stored is not None
         backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env,
-                                 self._transcripts)
+                                 self._transcripts, self.extensions.agent_tools())
         run = self._activate(stored, snapshot, backend, env, worker, resumed=True)
         run.variables = variables
         if warning:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from piflow.analysis.launch import LaunchContext, RegisteredWorkflow
 from piflow.config import (
-    DEFAULT_ROOT_TOOLS,
     ModelAvailability,
     ModelRegistry,
     PiflowConfig,
     ResourcePolicy,
     load_config,
     model_availability,
+    root_tools,
 )
 from piflow.config.project import ProjectConfig, find_project_root, load_project_config
 from piflow.engine.store import default_store_path
@@ -42,6 +42,8 @@ class LaunchEnvironment:
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
     resource_policy: ResourcePolicy = field(default_factory=ResourcePolicy)
     """`disabledAgentResources` of the settings (global ∪ trusted project)."""
+    extension_tools: frozenset[str] = frozenset()
+    """Tool names installed extensions register; `root_tools` includes them where the backend runs them."""
 
     @property
     def provider_backends(self) -> dict[str, str]:
@@ -63,7 +65,14 @@ class LaunchEnvironment:
         """This environment for a run on `backend` (`piflow run --backend`)."""
         if backend == self.backend:
             return self
-        return replace(self, backend=backend, models=model_availability(self.registry, self.project, backend))
+        return replace(self, backend=backend, models=model_availability(self.registry, self.project, backend),
+                       root_tools=root_tools(backend, self.extension_tools))
+
+    def with_extension_tools(self, names: frozenset[str]) -> LaunchEnvironment:
+        """This environment with the tools installed extensions register."""
+        if not names:
+            return self
+        return replace(self, extension_tools=names, root_tools=root_tools(self.backend, names))
 
     def launch_context(self) -> LaunchContext:
         return LaunchContext(
@@ -87,7 +96,7 @@ def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
         model_aliases=config.model_aliases,
         settings_path=str(config.settings_path),
         project_trusted=config.trusted,
-        root_tools=frozenset(DEFAULT_ROOT_TOOLS),
+        root_tools=root_tools(config.project.backend),
         backend=config.project.backend,
         fixtures=str(config.project.fixtures) if config.project.fixtures else None,
         agent_dir=config.agent_dir,

@@ -1,7 +1,8 @@
-"""Workflow extensions: functions, variables and named workflows registered from Python (spec L).
+"""Workflow extensions: functions, variables, named workflows and agent tools registered from Python (spec L).
 
 Extensions are Python packages exposing an object in the entry-point group `piflow.extensions`:
-a mapping in the reference's `registerWorkflowExtension` shape, or a callable returning one.
+a mapping in the reference's `registerWorkflowExtension` shape, or a callable returning one. piflow
+adds one key, `tools`: Python functions agents on non-pi backends may call like `read` or `bash`.
 Registration is atomic and happens once per process, before the first run (then it is frozen).
 """
 
@@ -15,16 +16,16 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-
-from piflow.analysis.launch import RegisteredWorkflow
 from piflow.analysis.schemas import validate_schema
-from piflow.engine.setup_hooks import AgentSetupHook, parse_hook
 from piflow.errors import WorkflowError
 from piflow.jsvalues import is_plain_json
 
 if TYPE_CHECKING:
+    from piflow.analysis.launch import RegisteredWorkflow
     from piflow.engine.functions import AbortSignal, FunctionContext
+    from piflow.engine.setup_hooks import AgentSetupHook
+    from piflow.engine.tools.arguments import Arguments
+    from piflow.engine.tools.registry import Tool, ToolCallContext
 
 ENTRY_POINT_GROUP: Final = "piflow.extensions"
 RESERVED_GLOBALS: Final = frozenset(
@@ -39,7 +40,9 @@ RESERVED_GLOBALS: Final = frozenset(
 _IDENTIFIER: Final = re.compile(r"^[A-Za-z_$][\w$]*$")
 _SEMVER: Final = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 _EXTENSION_KEYS: Final = frozenset({"version", "headline", "description", "functions", "variables", "workflows",
-                                    "agentSetupHooks"})
+                                    "agentSetupHooks", "tools"})
+_TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What chat-completions APIs accept as a function name."""
 
 Runner = Callable[[Any, "FunctionContext"], Any]
 Resolver = Callable[[Mapping[str, Any]], Any]
@@ -54,6 +57,86 @@ class WorkflowFunction:
     output: dict[str, Any]
     run: Runner
     extension: str
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What an extension tool's `run(input, context)` gets besides its input.
+
+    `cwd` is the calling agent's working directory (its worktree when it has one): the process's
+    own directory is shared by every agent, so a tool resolves its paths against `cwd`.
+    """
+
+    cwd: str
+    timeout_ms: int | None
+
+
+ToolRunner = Callable[[dict[str, Any], ToolContext], Any]
+
+
+@dataclass(frozen=True)
+class ExtensionTool:
+    """A tool an extension gives agents: the model sees `description` and `input`, piflow runs `run`.
+
+    A call happens inside an agent attempt, so it is recorded in the attempt's transcript (like
+    `bash`), not in the run journal: a completed attempt is never re-run, and an interrupted one
+    starts over, tool calls included.
+    """
+
+    name: str
+    description: str
+    input: dict[str, Any]
+    run: ToolRunner
+    extension: str
+
+    def agent_tool(self) -> Tool:
+        """This tool for the tool runtime of non-pi backends."""
+        from piflow.engine.tools.registry import Tool
+
+        return Tool(self.name, self.description, self.input, self._call, lambda _args: self.name)
+
+    async def _call(self, context: ToolCallContext, args: Arguments) -> str:
+        """One call: input checked against the schema, a time limit, every failure a tool error."""
+        import anyio
+
+        from piflow.engine.tools.confinement import ToolError
+
+        if not _check_value(args.values, self.input):
+            raise ToolError(f"Invalid input for {self.name}: it must match the tool's input schema")
+        value, limit = json.loads(json.dumps(args.values)), context.timeout_ms
+        tool_context = ToolContext(str(context.workspace.root), limit)
+        try:
+            with anyio.fail_after(None if limit is None else limit / 1000):
+                if inspect.iscoroutinefunction(self.run):
+                    output = await self.run(value, tool_context)
+                else:  # plain code runs on a thread: a slow tool never stalls the run's other agents
+                    output = await anyio.to_thread.run_sync(self.run, value, tool_context, abandon_on_cancel=True)
+                    output = await output if inspect.isawaitable(output) else output
+        except TimeoutError:
+            raise ToolError(f"Tool '{self.name}' exceeded its timeout of {limit}ms.") from None
+        except ToolError:
+            raise
+        except Exception as exc:  # an extension bug is the model's tool error, with the extension's message
+            raise ToolError(f"{self.name} failed: {str(exc) or type(exc).__name__}") from None
+        return _tool_text(self.name, output)
+
+
+def _tool_text(name: str, output: Any) -> str:
+    """A tool's reply as the model reads it: text as is, JSON values serialized, capped as pi caps."""
+    from piflow.engine.tools.confinement import ToolError
+    from piflow.engine.tools.output import MAX_BYTES, MAX_LINES, head, size
+
+    if isinstance(output, str):
+        text = output
+    elif is_plain_json(output):
+        text = json.dumps(output, ensure_ascii=False)
+    else:
+        raise ToolError(f"{name} returned a value that is not JSON")
+    capped = head(text.split("\n"))
+    if not capped.truncated:
+        return text
+    cap = f"{size(MAX_BYTES)} limit" if capped.by_bytes else f"{MAX_LINES} lines limit"
+    return "\n".join(capped.lines) + f"\n\n[Showing {len(capped.lines)} of {capped.total} lines ({cap}).]"
 
 
 @dataclass(frozen=True)
@@ -81,6 +164,7 @@ class ExtensionRegistry:
     variables: dict[str, WorkflowVariable] = field(default_factory=dict)
     workflows: dict[str, RegisteredWorkflow] = field(default_factory=dict)
     setup_hooks: dict[str, AgentSetupHook] = field(default_factory=dict)
+    tools: dict[str, ExtensionTool] = field(default_factory=dict)
     headlines: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     frozen: bool = False
 
@@ -91,9 +175,11 @@ class ExtensionRegistry:
         if not isinstance(ext, Mapping) or set(ext) - _EXTENSION_KEYS or not _SEMVER.match(str(ext.get("version"))) \
                 or _blank(ext.get("headline")) or _blank(ext.get("description")):
             raise _metadata("Workflow extensions require a semantic version, headline, and description")
-        groups = {key: ext.get(key) or {} for key in ("functions", "variables", "workflows", "agentSetupHooks")}
+        groups = {key: ext.get(key) or {}
+                  for key in ("functions", "variables", "workflows", "agentSetupHooks", "tools")}
         if any(not isinstance(group, Mapping) for group in groups.values()) or not any(groups.values()):
-            raise _metadata("Workflow extensions require functions, variables, workflows, or agent setup hooks")
+            raise _metadata("Workflow extensions require functions, variables, workflows, agent setup hooks, "
+                            "or tools")
         functions = {name: self._function(name, spec, source) for name, spec in groups["functions"].items()}
         variables = {name: self._variable(name, spec, source) for name, spec in groups["variables"].items()}
         names = list(functions) + list(variables)
@@ -108,7 +194,9 @@ class ExtensionRegistry:
                 raise WorkflowError("GLOBAL_COLLISION", f"Global name is already registered: {name}")
         workflows = {name: self._workflow(name, spec) for name, spec in groups["workflows"].items()}
         hooks = {name: self._hook(name, spec) for name, spec in groups["agentSetupHooks"].items()}
+        tools = {name: self._tool(name, spec, source) for name, spec in groups["tools"].items()}
         self.functions.update(functions)
+        self.tools.update(tools)
         self.setup_hooks.update(hooks)
         self.variables.update(variables)
         self.workflows.update(workflows)
@@ -132,12 +220,34 @@ class ExtensionRegistry:
                                 spec["resolve"], source)
 
     def _hook(self, name: str, spec: Any) -> AgentSetupHook:
+        from piflow.engine.setup_hooks import parse_hook
+
         if not _IDENTIFIER.match(name):
             raise _metadata(f"Invalid agent setup hook: {name}")
         hook = parse_hook(name, spec)
         if name in self.setup_hooks:
             raise WorkflowError("DUPLICATE_NAME", f"Agent setup hook already registered: {name}")
         return hook
+
+    def _tool(self, name: str, spec: Any, source: str) -> ExtensionTool:
+        from piflow.engine.tools.registry import BUILTIN_TOOL_NAMES, CHILD_TOOL_NAMES
+
+        if not isinstance(name, str) or not _TOOL_NAME.match(name) or not isinstance(spec, Mapping) \
+                or set(spec) - {"description", "input", "run"} or _blank(spec.get("description")) \
+                or not callable(spec.get("run")):
+            raise _metadata(f"Invalid agent tool: {name}")
+        if name in BUILTIN_TOOL_NAMES or name in CHILD_TOOL_NAMES or name == "workflow_result":  # spec J.4's
+            raise WorkflowError("DUPLICATE_NAME", f"Agent tool name is reserved: {name}")
+        if name in self.tools:
+            raise WorkflowError("DUPLICATE_NAME", f"Agent tool already registered: {name}")
+        schema = validate_schema(spec.get("input"), f"{name} input")
+        if schema.get("type") != "object":
+            raise WorkflowError("INVALID_SCHEMA", f"{name} input must describe one object")
+        return ExtensionTool(name, spec["description"], schema, spec["run"], source)
+
+    def agent_tools(self) -> dict[str, Tool]:
+        """The registered tools, as the tool runtime serves them."""
+        return {name: tool.agent_tool() for name, tool in self.tools.items()}
 
     def _workflow(self, name: str, spec: Any) -> RegisteredWorkflow:
         if not _IDENTIFIER.match(name) or not isinstance(spec, Mapping) or _blank(spec.get("description")) \
@@ -146,6 +256,7 @@ class ExtensionRegistry:
         if name in self.workflows:
             raise WorkflowError("DUPLICATE_NAME", f"Reusable workflow already registered: {name}")
         from piflow.analysis.inspect import inspect_script
+        from piflow.analysis.launch import RegisteredWorkflow
 
         inspect_script(spec["script"])  # raises the script's INVALID_SYNTAX
         return RegisteredWorkflow(description=spec["description"], script=spec["script"])
@@ -176,6 +287,12 @@ def load_extensions() -> ExtensionRegistry:
             raise WorkflowError("CONFIG_ERROR", f"Cannot load workflow extension {point.name}: {exc}") from None
         registry.register(loaded() if callable(loaded) else loaded, point.name)
     return registry
+
+
+def installed_tool_names() -> frozenset[str]:
+    """The agent tools installed extensions register: what `piflow check` and the editor add to the
+    root tools, as a launch does (a broken extension raises its CONFIG_ERROR, as at launch)."""
+    return frozenset(load_extensions().tools)
 
 
 def _check_value(value: Any, schema: dict[str, Any]) -> bool:
@@ -221,6 +338,7 @@ async def resolve_variables(
 
     The first failure aborts `signal` (the others stop) and is raised naming its variable.
     """
+    import anyio  # here, not at the top: `piflow check` reads the registered tools without it
     values: dict[str, Any] = {}
     failures: list[WorkflowError] = []
 

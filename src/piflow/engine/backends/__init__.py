@@ -12,6 +12,7 @@ from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
     from piflow.engine.environment import LaunchEnvironment
+    from piflow.engine.tools.registry import Tool
 
 BACKENDS = ("scripted", "openai", "pi")
 
@@ -45,13 +46,15 @@ class RoutingBackend:
         return state
 
 
-def _single(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path) -> AgentBackend:
+def _single(
+    name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path, tools: Mapping[str, Tool]
+) -> AgentBackend:
     if name == "scripted":
         return ScriptedBackend(Fixtures.load(fixtures) if fixtures else None)
     if name == "openai":
         from piflow.engine.backends.openai import OpenAIBackend
 
-        return OpenAIBackend(env.registry, transcripts_dir=transcripts)
+        return OpenAIBackend(env.registry, transcripts_dir=transcripts, extension_tools=tools)
     if name == "pi":
         from piflow.engine.backends.pi import PiBackend
 
@@ -59,14 +62,25 @@ def _single(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts
     raise WorkflowError("CONFIG_ERROR", f"Unknown backend: {name} (available: {', '.join(BACKENDS)})")
 
 
-def create_backend(name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path) -> AgentBackend:
-    """The backend of a run: `name` by default, and the project's per-provider overrides."""
-    default = _single(name, fixtures, env, transcripts)
+def create_backend(
+    name: str,
+    fixtures: str | None,
+    env: LaunchEnvironment,
+    transcripts: Path,
+    extension_tools: Mapping[str, Tool] | None = None,
+) -> AgentBackend:
+    """The backend of a run: `name` by default, and the project's per-provider overrides.
+
+    `extension_tools` (the installed extensions' `tools`) are offered by the backends whose tool
+    runtime runs them (openai); an agent gets the ones its `tools` name.
+    """
+    tools = dict(extension_tools or {})
+    default = _single(name, fixtures, env, transcripts, tools)
     chosen = {provider: backend for provider, backend in env.provider_backends.items() if backend != name}
     if not chosen:
         return default
     built: dict[str, AgentBackend] = {}
     return RoutingBackend(default, {
-        provider: built.setdefault(backend, _single(backend, fixtures, env, transcripts))
+        provider: built.setdefault(backend, _single(backend, fixtures, env, transcripts, tools))
         for provider, backend in chosen.items()
     })
