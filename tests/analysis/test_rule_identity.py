@@ -40,6 +40,7 @@ EDITOR_ONLY: dict[tuple[str, str], str] = {
     (subagents.NAME, "steer-launched"): 'await runs.steer("never", "g");',
     (subagents.NAME, "agents"): 'await runs.run("a", { agent: "nobody", task: "t" });',
     (subagents.NAME, "models"): 'await runs.run("a", { agent: "worker", task: "t", model: "gone/model" });',
+    (subagents.NAME, "workflow-fields"): '// piflow: pi-subagents {"timeoutMs": 0}\nemit(1);',
 }
 
 

@@ -23,6 +23,7 @@ from piflow.engine.operations import Operations
 from piflow.engine.resolution import ResolutionContext
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore, StoreError
+from piflow.engine.subagents.deadline import workflow_deadline
 from piflow.engine.worker.boundary import malformed_call
 from piflow.engine.worker.client import WorkerProcess
 from piflow.engine.worker.protocol import FunctionCall
@@ -320,6 +321,7 @@ class ActiveRun:
         outcome: list[Any] = []
         try:
             async with anyio.create_task_group() as tasks:
+                timed_out = workflow_deadline(self, tasks.cancel_scope)  # pi-subagents' timeoutMs
                 await worker.start(body=self.body, args=self.snapshot.get("args"),
                                    functions=sorted(self.extensions.functions), variables=variables,
                                    dialect=self.snapshot.get("dialect"))
@@ -338,6 +340,8 @@ class ActiveRun:
             self.flush()
             with anyio.CancelScope(shield=True):
                 await worker.kill()
+        if not outcome and timed_out is not None:  # the deadline cancelled the execution
+            raise timed_out
         if isinstance(outcome[0], WorkflowError):
             raise outcome[0]
         return outcome[0]

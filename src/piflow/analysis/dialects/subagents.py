@@ -45,6 +45,7 @@ from piflow.analysis.dialects.subagents_children import (
     check_models,
     check_non_finite,
     check_steer_launched,
+    check_workflow_fields,
     child_findings,
     lane_stages,
 )
@@ -454,6 +455,7 @@ RULES: Final = (
     RuleSpec("steer-launched", check_steer_launched, reference=False),
     RuleSpec("agents", check_agents, reference=False),
     RuleSpec("models", check_models, reference=False),
+    RuleSpec("workflow-fields", check_workflow_fields, reference=False),
 )
 
 DIALECT: Final = Dialect(

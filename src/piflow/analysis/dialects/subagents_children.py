@@ -8,6 +8,7 @@ script reaches the call. Dynamic values are never guessed: a rule speaks only ab
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -489,3 +490,83 @@ def check_models(ctx: RuleContext) -> Iterator[Finding]:
             where = f" ({definition.path}:{definition.line + 1})" if definition.path else ""
             yield ctx.finding("SUBAGENTS_MODEL", f"Agent '{definition.name}' model{where}: {error.message}",
                               *_span(call, agent_node))  # fmt: skip
+
+
+# -- workflow-level fields on the pragma line ------------------------------------------------------
+
+WORKFLOW_FIELDS: Final = ("defaults", "maxRuntimeMs", "timeoutMs", "usageBudget")
+_FIELDS_PRAGMA: Final = re.compile(r"\A(\ufeff?[ \t]*//[ \t]*piflow:[ \t]*pi-subagents[ \t]*)(\{[^\r\n]*?)[ \t]*$",
+                                   re.MULTILINE)
+
+
+class WorkflowFieldsError(ValueError):
+    """A bad pragma JSON: the message, and the span of the JSON text in characters of line 1."""
+
+    def __init__(self, message: str, start: int, end: int) -> None:
+        super().__init__(message)
+        self.message, self.start, self.end = message, start, end
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_usage_budget(value: Any) -> str | None:
+    if not isinstance(value, dict) or not value or set(value) - {"tokens", "costUsd"}:
+        return "usageBudget must be an object with tokens and/or costUsd."
+    if "tokens" in value and not _positive_int(value["tokens"]):
+        return "usageBudget.tokens must be a positive integer."
+    cost = value.get("costUsd", 1)
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 < cost < float("inf"):
+        return "usageBudget.costUsd must be a positive number."
+    return None
+
+
+def workflow_fields(script: str) -> dict[str, Any]:
+    """The pi-subagents envelope's workflow-only fields, written as a JSON object after the pragma.
+
+    `// piflow: pi-subagents {"timeoutMs": 60000, "usageBudget": {...}, "defaults": {...}}` stands
+    for the `subagent` tool's top-level fields (SUBAGENTS_SPEC A.1). Returns them normalised
+    (`maxRuntimeMs` folded into `timeoutMs`); raises WorkflowFieldsError with the span to mark.
+    """
+    match = _FIELDS_PRAGMA.match(script)
+    if match is None:
+        return {}
+    start, end = match.start(2), match.end(2)
+
+    def bad(message: str) -> WorkflowFieldsError:
+        return WorkflowFieldsError(message, start, end)
+
+    try:
+        fields = json.loads(match.group(2))
+    except json.JSONDecodeError as exc:
+        raise bad(f"The pi-subagents pragma's workflow fields must be one JSON object: {exc.msg} "
+                  f"(column {start + exc.colno}).") from None  # fmt: skip
+    if not isinstance(fields, dict):
+        raise bad("The pi-subagents pragma's workflow fields must be one JSON object.")
+    unknown = sorted(set(fields) - set(WORKFLOW_FIELDS))
+    if unknown:
+        raise bad(f"Unknown workflow field '{unknown[0]}' after the pi-subagents pragma. Known fields: "
+                  f"{', '.join(WORKFLOW_FIELDS)}.")  # fmt: skip
+    for name in ("timeoutMs", "maxRuntimeMs"):
+        if name in fields and not _positive_int(fields[name]):
+            raise bad(f"{name} must be a positive integer.")
+    timeout, runtime = fields.pop("timeoutMs", None), fields.pop("maxRuntimeMs", None)
+    if timeout is not None and runtime is not None and timeout != runtime:
+        raise bad(f"timeoutMs and maxRuntimeMs are aliases; they must agree (got {timeout} and {runtime}).")
+    if timeout is not None or runtime is not None:
+        fields["timeoutMs"] = timeout if timeout is not None else runtime
+    if "usageBudget" in fields and (problem := _check_usage_budget(fields["usageBudget"])) is not None:
+        raise bad(problem)
+    if "defaults" in fields and not isinstance(fields["defaults"], dict):
+        raise bad("defaults must be an object of child params.")
+    return dict(fields)
+
+
+def check_workflow_fields(ctx: RuleContext) -> Iterator[Finding]:
+    try:
+        workflow_fields(ctx.document.text)
+    except WorkflowFieldsError as exc:
+        prefix = len(ctx.document.text[: exc.start].encode())
+        length = len(ctx.document.text[exc.start : exc.end].encode())
+        yield ctx.finding("INVALID_METADATA", exc.message, prefix, prefix + length)

@@ -2,7 +2,8 @@
 
 A launch is refused with the first error `action:"validate"` would report (SUBAGENTS_SPEC A.12:
 empty, syntax, nested async, literal keys and boundary values), before anything starts. The
-snapshot pins the script and the agent catalog (`agents.catalog_json`); the fields the first
+snapshot pins the script, the pragma's workflow fields (`timeoutMs`) and the agent
+catalog (`agents.catalog_json`); the fields the first
 dialect's snapshot has are present too, so runs of both dialects are stored, listed and resumed
 alike.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.dialects import subagents
+from piflow.analysis.dialects.subagents_children import WorkflowFieldsError, workflow_fields
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.rules import RuleContext
 from piflow.config.agent_definitions import load_agent_catalog
@@ -52,15 +54,32 @@ def validate_subagents_launch(script: str) -> None:
             raise WorkflowError(code, f"{message} (line {line}, column {column + 1})")
 
 
+def launch_workflow_fields(script: str) -> dict[str, Any]:
+    """The pragma line's workflow fields, or the launch error naming what is wrong and where."""
+    try:
+        fields = workflow_fields(script)
+    except WorkflowFieldsError as exc:
+        raise WorkflowError("INVALID_METADATA", f"{exc.message} (line 1, column {exc.start + 1})") from None
+    if "defaults" in fields:
+        raise WorkflowError("INVALID_METADATA", "Workflow defaults are not applied by piflow yet; set the fields on "
+                                                "each runs.run / runs.all item instead.")
+    if "usageBudget" in fields:
+        raise WorkflowError("INVALID_METADATA", "usageBudget is not enforced by piflow yet; give the run a budget "
+                                                "instead: piflow run --budget '{\"tokens\": {\"hard\": N}}'.")
+    return fields
+
+
 def subagents_snapshot(
     request: LaunchRequest, env: LaunchEnvironment, *, name: str, budget: dict[str, Any] | None,
     concurrency: int, backend: str, args: Any,
 ) -> dict[str, Any]:
     """Validate a pi-subagents launch and pin what its resume must see unchanged."""
     validate_subagents_launch(request.script)
+    fields = launch_workflow_fields(request.script)
     catalog = load_agent_catalog(Path(env.cwd), agent_dir=env.agent_dir, trusted=env.project_trusted)
     return {
         "dialect": subagents.NAME,
+        "workflow": fields,
         "script": request.script,
         "args": args,
         "metadata": {"name": name},
