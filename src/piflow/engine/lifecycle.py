@@ -47,6 +47,21 @@ class CheckpointState(StrEnum):
     REJECTED = "rejected"
 
 
+class DecisionState(StrEnum):
+    """A budget adjustment proposal's state (spec H): pending until approved or rejected."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class WorktreeState(StrEnum):
+    """A worktree's state (spec G.1): creating until git has finished."""
+
+    CREATING = "creating"
+    READY = "ready"
+
+
 IRREVERSIBLE: Final = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.STOPPED})
 RESUMABLE: Final = frozenset({RunState.PAUSED, RunState.INTERRUPTED, RunState.BUDGET_EXHAUSTED})
 ENDED: Final = IRREVERSIBLE | {RunState.INTERRUPTED, RunState.BUDGET_EXHAUSTED}
