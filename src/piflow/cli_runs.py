@@ -26,14 +26,13 @@ from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, CheckpointState, DecisionState, RunState
 from piflow.engine.owner import lower_own_priority, start_owner
 from piflow.engine.progress import format_progress
-from piflow.engine.store import DamagedRecord, RunStore, StoreError, known_store_paths
+from piflow.engine.store import AttemptSetup, DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.subagents.progress import event_line, host_words, stage_words
 from piflow.engine.subagents.views import SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
-    AttemptSetupView,
     RunView,
     attention_key,
     observed_run,
@@ -600,14 +599,14 @@ def format_run(view: RunView) -> str:
     return "\n".join(lines)
 
 
-def setup_in_words(setup: AttemptSetupView) -> str:
+def setup_in_words(setup: AttemptSetup) -> str:
     """One line of an attempt's set-up: model, thinking, tools, prompt fingerprint, policy."""
     words = [f"model {setup.model}", f"thinking {setup.thinking or 'default'}",
              f"tools {', '.join(setup.tools) or '(none)'}"]
     if setup.system_prompt_sha256 is not None and setup.system_prompt is not None:
         words.append(f"system prompt {setup.system_prompt_sha256[:12]} ({len(setup.system_prompt)} chars)")
     if setup.disabled_resources:
-        disabled = [*setup.disabled_resources.get("skills", ()), *setup.disabled_resources.get("extensions", ())]
+        disabled = [*setup.disabled_resources.skills, *setup.disabled_resources.extensions]
         words.append(f"disabled resources {', '.join(disabled)}")
     return "; ".join(words)
 

