@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from piflow.engine.control import ControlOutcome
+from piflow.engine.store import AttemptSetup
 from piflow.engine.subagents.views import SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
-    AttemptSetupView,
     AttemptView,
     RunSummaryView,
     RunView,
@@ -55,14 +55,14 @@ def attempt_json(attempt: AttemptView) -> dict[str, Any]:
     return shown
 
 
-def setup_json(setup: AttemptSetupView) -> dict[str, Any]:
-    shown: dict[str, Any] = {"hookNames": setup.hook_names, "model": setup.model, "thinking": setup.thinking,
-                             "tools": setup.tools, "cwd": setup.cwd}
+def setup_json(setup: AttemptSetup) -> dict[str, Any]:
+    shown: dict[str, Any] = {"hookNames": list(setup.hook_names), "model": setup.model, "thinking": setup.thinking,
+                             "tools": list(setup.tools), "cwd": setup.cwd}
     if setup.system_prompt is not None:
         shown["systemPrompt"] = setup.system_prompt
         shown["systemPromptSha256"] = setup.system_prompt_sha256
     if setup.disabled_resources is not None:
-        shown["disabledAgentResources"] = setup.disabled_resources
+        shown["disabledAgentResources"] = setup.disabled_resources.to_json()
     return shown
 
 

@@ -68,6 +68,9 @@ class BudgetControl:
     usage: Usage = field(default_factory=Usage)
     turns: list[Turn] = field(default_factory=list)
     activities: list[str | None] = field(default_factory=list)
+    """What the agent's progress line showed, in order (the engine's `activity`)."""
+    tool_calls: list[str] = field(default_factory=list)
+    """The tool calls counted against the tool budget (not shown as activity by the engine)."""
     transcripts: list[tuple[str, str | None]] = field(default_factory=list)
     soft_sent: bool = False
     head: dict[str, Any] | None = None
@@ -105,7 +108,7 @@ class BudgetControl:
         self.activities.append(text)
 
     def tool_call(self, name: str) -> None:
-        self.activities.append(f"tool call {name}")
+        self.tool_calls.append(name)
 
     def validate_result(self, value: Any) -> bool:
         return self.schema is None or schema_accepts(self.schema, value)

@@ -175,7 +175,10 @@ async def test_a_call_to_a_tool_the_agent_was_not_given_is_answered_and_the_mode
     assert await backend.run_attempt(attempt_request(), control) == "I cannot run commands."
 
     assert [turn.final for turn in control.turns] == [False, True]
+    # the model's call is shown as it streams and counts against the tool budget (the model made
+    # it), but no "what it does" line follows: the call was refused, nothing ran
     assert control.activities == ["bash", "responding"]
+    assert control.tool_calls == ["bash"]
     messages = server.requests[1].body["messages"]
     assert messages[2] == {
         "role": "assistant",

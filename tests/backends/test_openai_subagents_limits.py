@@ -41,7 +41,7 @@ async def _run(project: Path, script: str) -> tuple[object, list[str]]:
                 record = await engine.wait(run_id)
             assert record.state == "completed", record.error
             [child] = store.agents(run_id)
-            return record.result, [(a.setup or {}).get("model", "?") for a in store.attempts(child.id)]
+            return record.result, [(a.setup.model if a.setup else None) or "?" for a in store.attempts(child.id)]
 
 
 async def test_a_5xx_from_the_provider_moves_the_child_to_its_fallback_model(project: Path, server: ChatServer) -> None:

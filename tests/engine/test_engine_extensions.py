@@ -142,7 +142,8 @@ async def test_setup_hooks_adjust_every_attempt_in_priority_order(project: Path,
     assert agent.state == "completed"
     [attempt] = store.attempts(agent.id)
     assert attempt.setup is not None
-    assert (attempt.setup["hookNames"], attempt.setup["tools"]) == (["early", "late"], ["read", "grep"])
+    assert attempt.setup is not None
+    assert (attempt.setup.hook_names, attempt.setup.tools) == (("early", "late"), ("read", "grep"))
 
 
 async def test_each_attempt_records_the_setup_it_ran_with(project: Path, store: RunStore) -> None:
@@ -153,7 +154,8 @@ async def test_each_attempt_records_the_setup_it_ran_with(project: Path, store: 
     [agent] = store.agents(run_id)
     [attempt] = store.attempts(agent.id)
     assert attempt.setup is not None
-    assert (attempt.setup["hookNames"], attempt.setup["tools"], attempt.setup["cwd"]) == ([], ["ls"], str(project))
+    assert attempt.setup is not None
+    assert (attempt.setup.hook_names, attempt.setup.tools, attempt.setup.cwd) == ((), ("ls",), str(project))
 
 
 async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path, store: RunStore) -> None:
@@ -509,6 +511,6 @@ async def test_function_agents_run_in_the_worktree_of_their_call_site(project: P
     assert owners["inherited"] == "worktree/named/w"
     assert owners["own"] == "worktree/named/own"
     assert (owners["fresh"] or "").startswith("worktree/unnamed/callsite%3Afunction%3Afunction%2Ffixer%2F1/")
-    cwds = {a.label: store.attempts(a.id)[0].setup["cwd"] for a in store.agents(run_id)}  # type: ignore[index]
+    cwds = {a.label: store.attempts(a.id)[0].setup.cwd for a in store.agents(run_id)}  # type: ignore[union-attr]
     assert len(set(cwds.values())) == 3 and str(project) not in cwds.values()
     assert {w.owner for w in store.worktrees(run_id)} == set(owners.values())

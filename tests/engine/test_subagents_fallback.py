@@ -60,7 +60,8 @@ async def test_a_provider_failure_moves_to_the_next_fallback_model_and_a_task_fa
     children = {agent.label: agent for agent in engine.store.agents(record.id)}
 
     def models(key: str) -> list[str]:
-        return [(attempt.setup or {}).get("model", "?") for attempt in engine.store.attempts(children[key].id)]
+        attempts = engine.store.attempts(children[key].id)
+        return [(attempt.setup.model if attempt.setup else None) or "?" for attempt in attempts]
 
     assert models("overloaded") == ["lab/primary", "lab/backup"]
     assert children["overloaded"].model == "lab/backup" and children["overloaded"].state == "completed"

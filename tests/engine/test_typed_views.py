@@ -15,8 +15,18 @@ It does not look at event payloads, the snapshot or the store's JSON columns, wh
 from __future__ import annotations
 
 import ast
+import json
 import re
+import sqlite3
 from pathlib import Path
+
+import pytest
+from test_store_support import new_run
+
+from piflow.config.resources import ResourcePolicy
+from piflow.engine.lifecycle import AgentState
+from piflow.engine.store import AgentRecord, AttemptRecord, AttemptSetup, DamagedRecord, RunStore
+from piflow.view_wire import setup_json
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "piflow"
 ENGINE = SOURCE / "engine"
@@ -29,6 +39,7 @@ SHARED_KEYS = frozenset({
     "structuralPath", "journalPath", "parentId",  # agent events (engine/agents.py, spec I)
     # pi-subagents results the script gets (SUBAGENTS_SPEC A.4, A.6, A.7), journaled and in its events
     "outputReference", "failedStage", "exitCode", "outputPath", "durationMs",
+    "systemPrompt",  # agent definitions in the launch snapshot's catalog (engine/subagents/agents.py)
 })
 
 
@@ -117,3 +128,45 @@ def test_control_replies_keep_their_wire_shape() -> None:
     ]
     for outcome, items in shapes:
         assert list(outcome_json(outcome).items()) == items
+
+
+def _store_with_attempt(tmp_path: Path, setup: AttemptSetup | None) -> tuple[RunStore, str]:
+    store = RunStore.open(tmp_path / "runs.db")
+    run = new_run(store)
+    agent_id = f"{run.id}:1"
+    store.put_agent(AgentRecord(id=agent_id, run_id=run.id, n=1, name="review", model="m", state=AgentState.RUNNING))
+    store.put_attempt(AttemptRecord(agent_id=agent_id, attempt=1, started_at=1.0, setup=setup))
+    return store, agent_id
+
+
+def test_the_attempt_set_up_is_typed_through_the_store_and_wire_shaped_only_at_the_edge(tmp_path: Path) -> None:
+    setup = AttemptSetup(hook_names=("early",), model="openai/gpt-5", thinking="low", tools=("read",),
+                         cwd="/w", system_prompt="Be brief.", system_prompt_sha256="ab",
+                         disabled_resources=ResourcePolicy(("deploy",), ()))
+    store, agent_id = _store_with_attempt(tmp_path, setup)
+    with store:
+        assert store.attempts(agent_id)[0].setup == setup
+    assert setup_json(setup) == {"hookNames": ["early"], "model": "openai/gpt-5", "thinking": "low",
+                                 "tools": ["read"], "cwd": "/w", "systemPrompt": "Be brief.",
+                                 "systemPromptSha256": "ab",
+                                 "disabledAgentResources": {"skills": ["deploy"], "extensions": []}}
+
+
+def test_a_store_written_before_the_set_up_was_typed_still_reads(tmp_path: Path) -> None:
+    """Attempts stored with the earlier camelCase set-up keep showing what they ran with."""
+    store, agent_id = _store_with_attempt(tmp_path, None)
+    earlier = {"hookNames": ["h"], "model": "m", "thinking": None, "tools": ["ls"], "cwd": "/c",
+               "systemPrompt": "P", "systemPromptSha256": "s",
+               "disabledAgentResources": {"skills": [], "extensions": ["/x.ts"]}}
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        db.execute("UPDATE attempts SET setup = ?", (json.dumps(earlier),))
+    with store:
+        setup = store.attempts(agent_id)[0].setup
+        assert isinstance(setup, AttemptSetup)
+        assert (setup.hook_names, setup.tools, setup.system_prompt) == (("h",), ("ls",), "P")
+        assert setup.system_prompt_sha256 == "s"
+        assert setup.disabled_resources is not None and setup.disabled_resources.extensions == ("/x.ts",)
+        with sqlite3.connect(tmp_path / "runs.db") as db:
+            db.execute("UPDATE attempts SET setup = ?", (json.dumps({"tools": "read"}),))
+        with pytest.raises(DamagedRecord, match="column setup does not hold what it should"):
+            store.attempts(agent_id)

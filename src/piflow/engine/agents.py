@@ -22,7 +22,7 @@ from piflow.engine.lifecycle import AGENT_SETTLED, AgentState
 from piflow.engine.prompts import attempt_prompt
 from piflow.engine.resolution import AgentSpec, resolve_model
 from piflow.engine.setup_hooks import SessionSetup, SetupFailed, apply_hooks, ordered, setup_summary
-from piflow.engine.store import AgentRecord, AttemptRecord
+from piflow.engine.store import AgentRecord, AttemptRecord, AttemptSetup
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -41,18 +41,15 @@ def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
     return bool(cls(schema).is_valid(value))
 
 
-def audited_setup(
-    summary: dict[str, Any], system_prompt: str | None, resources: ResourcePolicy
-) -> dict[str, Any]:
-    """The attempt's set-up with what it ran under: the effective system prompt (whole, as audit
-    needs the words, with its SHA-256 so attempts compare at a glance) and the resource policy."""
-    audited = dict(summary)
-    if system_prompt is not None:
-        audited["systemPrompt"] = system_prompt
-        audited["systemPromptSha256"] = hashlib.sha256(system_prompt.encode()).hexdigest()
-    if not resources.empty:
-        audited["disabledAgentResources"] = resources.to_json()
-    return audited
+def audited_setup(summary: AttemptSetup, system_prompt: str | None, resources: ResourcePolicy) -> AttemptSetup:
+    """The attempt's set-up with what it ran under: the effective system prompt the backend reported
+    (with its SHA-256) and the resource policy, when there is one."""
+    return replace(
+        summary,
+        system_prompt=system_prompt,
+        system_prompt_sha256=None if system_prompt is None else hashlib.sha256(system_prompt.encode()).hexdigest(),
+        disabled_resources=None if resources.empty else resources,
+    )
 
 
 def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:

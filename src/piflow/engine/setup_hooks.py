@@ -7,10 +7,13 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.store import AttemptSetup
 
 DEFAULT_PRIORITY = 10
 
@@ -68,10 +71,12 @@ def _strings(value: Any) -> tuple[str, ...] | None:
     return tuple(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
 
 
-def setup_summary(setup: SessionSetup, hooks: Sequence[AgentSetupHook]) -> dict[str, Any]:
+def setup_summary(setup: SessionSetup, hooks: Sequence[AgentSetupHook]) -> AttemptSetup:
     """What an attempt records of its set-up: the hooks that ran and what the session started with."""
-    return {"hookNames": [hook.name for hook in hooks], "model": setup.model.name, "thinking": setup.thinking,
-            "tools": list(setup.tools), "cwd": setup.cwd}
+    from piflow.engine.store import AttemptSetup  # `piflow check` parses hooks without loading the store
+
+    return AttemptSetup(hook_names=tuple(hook.name for hook in hooks), model=setup.model.name,
+                        thinking=setup.thinking, tools=tuple(setup.tools), cwd=setup.cwd)
 
 
 async def apply_hooks(
@@ -79,7 +84,7 @@ async def apply_hooks(
     setup: SessionSetup,
     context: dict[str, Any],
     resolve_model: Callable[[str], ModelRef],
-) -> tuple[SessionSetup, dict[str, Any]]:
+) -> tuple[SessionSetup, AttemptSetup]:
     """Run every hook on a fresh copy of the setup; returns the adjusted setup and its summary.
 
     A hook may change the call's `options` (model, thinking, tools, cwd: spec L.5) or the session

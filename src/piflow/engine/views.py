@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, CheckpointState, DecisionState, RunState
-from piflow.engine.store import AgentRecord, AttemptRecord, RunRecord, RunStore
+from piflow.engine.store import AgentRecord, AttemptRecord, AttemptSetup, RunRecord, RunStore
 from piflow.engine.subagents.views import SubagentsView, subagents_view
 from piflow.errors import WorkflowError
 
@@ -66,21 +66,6 @@ class ErrorView:
 
 
 @dataclass(frozen=True, slots=True)
-class AttemptSetupView:
-    """What an attempt ran with (spec J.3 `setup`), for audit: None fields were not recorded
-    (attempts of runs from before the field existed)."""
-
-    hook_names: list[str]
-    model: str | None
-    thinking: str | None
-    tools: list[str]
-    cwd: str | None
-    system_prompt: str | None
-    system_prompt_sha256: str | None
-    disabled_resources: dict[str, list[str]] | None
-
-
-@dataclass(frozen=True, slots=True)
 class AttemptView:
     """One attempt of an agent; `error` is None for an attempt that did not fail with one."""
 
@@ -90,7 +75,7 @@ class AttemptView:
     cost_usd: float
     error: ErrorView | None
     transcript_path: str | None
-    setup: AttemptSetupView | None = None
+    setup: AttemptSetup | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,21 +300,7 @@ def _attempt_view(attempt: AttemptRecord, agent: AgentRecord, last: bool) -> Att
         cost_usd=round(attempt.cost_usd, 10),
         error=None if error is None else ErrorView(error.get("code"), error.get("message")),
         transcript_path=attempt.transcript_path or None,
-        setup=None if attempt.setup is None else _setup_view(attempt.setup),
-    )
-
-
-def _setup_view(setup: dict[str, Any]) -> AttemptSetupView:
-    resources = setup.get("disabledAgentResources")
-    return AttemptSetupView(
-        hook_names=list(setup.get("hookNames") or ()),
-        model=setup.get("model"),
-        thinking=setup.get("thinking"),
-        tools=list(setup.get("tools") or ()),
-        cwd=setup.get("cwd"),
-        system_prompt=setup.get("systemPrompt"),
-        system_prompt_sha256=setup.get("systemPromptSha256"),
-        disabled_resources=dict(resources) if isinstance(resources, dict) else None,
+        setup=attempt.setup,
     )
 
 

@@ -29,6 +29,9 @@ How an attempt maps onto pi (0.80.x, see docs/backends.md):
   else `Result accepted.`, which ends pi's tool batch. Then the submit prompt, then at most one
   repair prompt, then RESULT_INVALID. Prose is never parsed. Arguments pi's own validator
   rejects never reach piflow; the model gets pi's validation error instead (as upstream).
+- Policy and audit (spec D, J.3): the bridge takes the skills of `disabledAgentResources` out
+  of the system prompt and switches off the tools of its extensions, then reports the prompt
+  pi will send, which the attempt records as its effective system prompt.
 - Progress: thinking deltas are `reasoning`, text deltas `responding`, a tool execution is
   its tool name. Any other extension dialog is cancelled: nobody is there to answer it.
 - Failures: an assistant message ending in `error` whose message names a rate limit (429,
@@ -226,7 +229,7 @@ class PiBackend:
             args += ["--append-system-prompt", str(role)]
         if head is not None:
             args += ["--fork", head.session_file]
-        bridge = write_bridge(scratch, RESULT_TOOL, RESULT_TOOL_DESCRIPTION, request.output_schema)
+        bridge = write_bridge(scratch, RESULT_TOOL, RESULT_TOOL_DESCRIPTION, request.output_schema, request.resources)
         args += ["--name", f"{request.workflow_name}:{request.label}:attempt-{request.attempt}", "-e", str(bridge)]
         return args
 
@@ -410,6 +413,10 @@ class _Attempt:
             await self._after_turn()
         elif gate == "result":
             reply = self._judge(json.loads(event.get("placeholder") or "null"))
+        elif gate == "system_prompt":
+            prompt = json.loads(event.get("placeholder") or "null")
+            if isinstance(prompt, str):
+                self.control.system_prompt(prompt)
         await self.pi.send({"type": "extension_ui_response", "id": event["id"], "value": json.dumps(reply)})
 
     async def _after_turn(self) -> None:

@@ -15,6 +15,13 @@ with an `extension_ui_response` whose `value` is JSON.
   the schema). The payload is the arguments pi validated; piflow answers `{accepted, message}`.
   A rejection is thrown, so pi marks the tool result as an error; an acceptance ends the
   tool batch (`terminate`), so pi does not call the model again.
+- `piflow:system_prompt` — on `before_agent_start`, the system prompt pi assembled, with the
+  skills `disabledAgentResources` names taken out (pi's CLI can only drop all skills); piflow
+  records it as the attempt's effective prompt. The bridge returns that prompt to pi.
+
+The policy's extensions: pi 0.80 loads every extension it finds, so at `session_start` (and
+again before each prompt) the bridge switches off the tools those extensions registered (each
+tool's `sourceInfo.path` is its extension's file; a disabled directory covers its files).
 
 The source is kept here rather than in a `.js` file so it ships inside the Python package with
 no package-data rule; it is written beside each attempt's other scratch files.
@@ -26,11 +33,15 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from piflow.config.resources import ResourcePolicy
+
 DIALOG_PREFIX: Final = "piflow:"
 FILE_NAME: Final = "piflow-bridge.js"
 
 _SOURCE: Final = """\
 // Written by piflow for one attempt: gates model turns and takes workflow_result for the host.
+import { realpathSync } from "node:fs";
+
 const CONFIG = __CONFIG__;
 
 async function ask(ctx, kind, payload) {
@@ -38,7 +49,53 @@ async function ask(ctx, kind, payload) {
   return answer === undefined ? {} : JSON.parse(answer);
 }
 
+const escapeXml = (text) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+  .replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+
+function realPath(path) {
+  try { return realpathSync(path); } catch { return path; }
+}
+
+function disabledExtension(path) {
+  const real = realPath(path);
+  return CONFIG.disabledExtensions.some((off) => real === off || real.startsWith(off + "/"));
+}
+
+// pi's formatSkillsForPrompt lists each skill as this block; a disabled one is cut out, and the
+// whole list when no visible skill is left.
+function withoutDisabledSkills(prompt, skills) {
+  const off = new Set(CONFIG.disabledSkills);
+  const visible = (skills || []).filter((skill) => !skill.disableModelInvocation);
+  for (const skill of visible.filter((s) => off.has(s.name))) {
+    prompt = prompt.replace(["  <skill>", `    <name>${escapeXml(skill.name)}</name>`,
+      `    <description>${escapeXml(skill.description)}</description>`,
+      `    <location>${escapeXml(skill.filePath)}</location>`, "  </skill>", ""].join("\\n"), "");
+  }
+  if (visible.length > 0 && visible.every((s) => off.has(s.name))) {
+    const start = prompt.indexOf("\\n\\nThe following skills provide specialized instructions");
+    const end = prompt.indexOf("</available_skills>", start);
+    if (start >= 0 && end >= 0) prompt = prompt.slice(0, start) + prompt.slice(end + "</available_skills>".length);
+  }
+  return prompt;
+}
+
+function switchOffDisabledTools(pi) {
+  if (CONFIG.disabledExtensions.length === 0) return;
+  const off = new Set(pi.getAllTools().filter((tool) => disabledExtension(tool.sourceInfo.path)).map((t) => t.name));
+  const active = pi.getActiveTools();
+  if (active.some((name) => off.has(name))) pi.setActiveTools(active.filter((name) => !off.has(name)));
+}
+
 export default function piflowBridge(pi) {
+  pi.on("session_start", async () => {
+    switchOffDisabledTools(pi);
+  });
+  pi.on("before_agent_start", async (event, ctx) => {
+    switchOffDisabledTools(pi);
+    const prompt = withoutDisabledSkills(event.systemPrompt, event.systemPromptOptions.skills);
+    await ask(ctx, "system_prompt", prompt);
+    return prompt === event.systemPrompt ? undefined : { systemPrompt: prompt };
+  });
   pi.on("turn_start", async (_event, ctx) => {
     await ask(ctx, "before_turn");
   });
@@ -63,11 +120,14 @@ export default function piflowBridge(pi) {
 
 
 def write_bridge(
-    directory: Path, result_tool: str, description: str, schema: dict[str, Any] | None
+    directory: Path, result_tool: str, description: str, schema: dict[str, Any] | None,
+    resources: ResourcePolicy,
 ) -> Path:
-    """Write the bridge for one attempt; `schema` None means no `workflow_result` tool."""
+    """Write the bridge for one attempt; `schema` None means no `workflow_result` tool; `resources`
+    is the agent's disabledAgentResources policy."""
     result = None if schema is None else {"name": result_tool, "description": description, "schema": schema}
-    config = json.dumps({"prefix": DIALOG_PREFIX, "result": result})
+    config = json.dumps({"prefix": DIALOG_PREFIX, "result": result, "disabledSkills": list(resources.skills),
+                         "disabledExtensions": list(resources.extensions)})
     path = directory / FILE_NAME
     path.write_text(_SOURCE.replace("__CONFIG__", config, 1), encoding="utf-8")
     return path

@@ -12,6 +12,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, Final, TypeVar
 
+from piflow.config.resources import ResourcePolicy
 from piflow.engine.lifecycle import AgentState, CheckpointState, DecisionState, RunState, WorktreeState
 from piflow.errors import WorkflowError
 
@@ -155,6 +156,23 @@ class AgentRecord(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptSetup:
+    """What an attempt ran with (spec J.3 `setup`), for audit: the setup hooks that ran (in order),
+    the session's model, thinking, tools and cwd, the effective system prompt when the backend
+    reports it (whole, as audit needs the words; its SHA-256 lets attempts compare at a glance) and
+    the resource policy when one applied."""
+
+    hook_names: tuple[str, ...]
+    model: str | None
+    thinking: str | None
+    tools: tuple[str, ...]
+    cwd: str | None
+    system_prompt: str | None = None
+    system_prompt_sha256: str | None = None
+    disabled_resources: ResourcePolicy | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptRecord(_Record):
     """One attempt of an agent (spec J.3 `attemptDetails`), written at start and again at its end."""
 
@@ -170,9 +188,8 @@ class AttemptRecord(_Record):
     cost_usd: float = 0.0
     transcript_path: str | None = None
     session_id: str | None = None
-    setup: dict[str, Any] | None = None
-    """What the attempt started with (spec J.3 `setup`): `hookNames` (the setup hooks that ran, in
-    order), `model`, `thinking`, `tools`, `cwd`."""
+    setup: AttemptSetup | None = None
+    """What the attempt started with; None for attempts of stores from before it was recorded."""
 
 
 @dataclass(frozen=True, slots=True)
