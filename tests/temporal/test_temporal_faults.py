@@ -13,6 +13,7 @@ from piflow.engine.engine import LaunchRequest
 from piflow.engine.lifecycle import ENDED
 from piflow.engine.temporal.client import TemporalRuns
 from piflow.engine.temporal.settings import TemporalSettings
+from piflow.engine.temporal.wire import RunSnapshot
 from temporal_cluster import Workers
 
 AGENTS = 9
@@ -33,7 +34,7 @@ async def launch_fleet(runs: TemporalRuns, project: Path) -> str:
                                            fixtures=str(project / "fixtures.json")))
 
 
-async def until(runs: TemporalRuns, run_id: str, predicate: Any, timeout: float) -> dict[str, Any]:
+async def until(runs: TemporalRuns, run_id: str, predicate: Any, timeout: float) -> RunSnapshot:
     with anyio.fail_after(timeout):
         while True:
             try:
@@ -45,8 +46,8 @@ async def until(runs: TemporalRuns, run_id: str, predicate: Any, timeout: float)
             await anyio.sleep(0.25)
 
 
-def running_agents(snapshot: dict[str, Any]) -> int:
-    return sum(1 for a in snapshot["agents"] if a.get("state") == "running")
+def running_agents(snapshot: RunSnapshot) -> int:
+    return sum(1 for a in snapshot.agents if a.get("state") == "running")
 
 
 async def activity_counts(runs: TemporalRuns, run_id: str) -> tuple[Counter[str], Counter[str]]:
@@ -88,8 +89,8 @@ async def test_a_killed_worker_s_agents_complete_on_the_others(tmp_path: Path, w
         host = await workflow_host(runs, run_id)
         victim = next(p for p in pool if p.pid != host)
         workers.kill(victim)
-        final = await until(runs, run_id, lambda s: s["state"] in ENDED, 120)
-        assert (final["state"], final["result"]) == ("completed", EXPECTED), (final["error"], final["agents"])
+        final = await until(runs, run_id, lambda s: s.state in ENDED, 120)
+        assert (final.state, final.result) == ("completed", EXPECTED), (final.error, final.agents)
         assert_each_agent_ran_once(*await activity_counts(runs, run_id))
 
 
@@ -102,8 +103,8 @@ async def test_killing_the_workflow_s_host_replays_it_on_another_worker(tmp_path
         await until(runs, run_id, lambda s: running_agents(s) == AGENTS, 60)
         host = await workflow_host(runs, run_id)
         workers.kill(next(p for p in pool if p.pid == host))
-        final = await until(runs, run_id, lambda s: s["state"] in ENDED, 120)
-        assert (final["state"], final["result"]) == ("completed", EXPECTED), (final["error"], final["agents"])
+        final = await until(runs, run_id, lambda s: s.state in ENDED, 120)
+        assert (final.state, final.result) == ("completed", EXPECTED), (final.error, final.agents)
         assert await workflow_host(runs, run_id) != host, "another worker finished the workflow by replay"
         assert_each_agent_ran_once(*await activity_counts(runs, run_id))
 
@@ -118,6 +119,6 @@ async def test_a_cluster_outage_mid_run_delays_the_run_but_it_completes(tmp_path
         workers.server.stop()
         await anyio.sleep(2)
         workers.server.start()
-        final = await until(runs, run_id, lambda s: s["state"] in ENDED, 180)
-        assert (final["state"], final["result"]) == ("completed", EXPECTED), (final["error"], final["agents"])
+        final = await until(runs, run_id, lambda s: s.state in ENDED, 180)
+        assert (final.state, final.result) == ("completed", EXPECTED), (final.error, final.agents)
     assert all(p.poll() is None for p in workers.processes), "workers rode out the outage"

@@ -24,6 +24,7 @@ from piflow.engine.temporal.wire import (
     SNAPSHOT_QUERY,
     STATE_ATTRIBUTE,
     WORKFLOW_NAME,
+    RunSnapshot,
     RunStart,
 )
 from piflow.engine.views import AgentView, BudgetView, CheckpointView, RunSummaryView, RunView
@@ -127,9 +128,9 @@ class TemporalRuns:
     def _handle(self, run_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(_ID_PREFIX + run_id)
 
-    async def snapshot(self, run_id: str) -> dict[str, Any]:
+    async def snapshot(self, run_id: str) -> RunSnapshot:
         """The run as its workflow knows it (a query: a worker answers it, replaying a closed run)."""
-        result: dict[str, Any] = await self._handle(run_id).query(SNAPSHOT_QUERY)
+        result: RunSnapshot = await self._handle(run_id).query(SNAPSHOT_QUERY, result_type=RunSnapshot)
         return result
 
     async def view(self, run_id: str) -> RunView:
@@ -152,9 +153,9 @@ class TemporalRuns:
         await self._handle(run_id).signal(CONTROL_SIGNAL, action)
 
 
-def run_view_of(snapshot: dict[str, Any]) -> RunView:
+def run_view_of(snapshot: RunSnapshot) -> RunView:
     """The engine's typed view of a run from its workflow's snapshot."""
-    run_id = snapshot["runId"]
+    run_id = snapshot.run_id
     agents = [
         AgentView(
             id=f"{run_id}:{n}", label=a.get("label") or a.get("name") or a["path"], name=a.get("name") or "agent",
@@ -163,22 +164,21 @@ def run_view_of(snapshot: dict[str, Any]) -> RunView:
             structural_path=list(a.get("structuralPath") or []), journal_path=a["path"], tokens=int(a["tokens"]),
             cost_usd=round(float(a["costUsd"]), 10), activity=None, error=a.get("error"),
         )
-        for n, a in enumerate(snapshot["agents"], start=1)
+        for n, a in enumerate(snapshot.agents, start=1)
     ]
-    usage = snapshot["usage"]
+    usage = snapshot.usage
     summary = RunSummaryView(
-        run_id=run_id, workflow_name=snapshot["workflowName"], script_path=snapshot["scriptPath"],
-        cwd=snapshot["cwd"], state=RunState(snapshot["state"]), phase=snapshot["phase"], agents_total=len(agents),
+        run_id=run_id, workflow_name=snapshot.workflow_name, script_path=snapshot.script_path,
+        cwd=snapshot.cwd, state=RunState(snapshot.state), phase=snapshot.phase, agents_total=len(agents),
         agents_settled=sum(1 for a in agents if a.state in AGENT_SETTLED), cost_usd=usage.get("costUsd", 0),
-        tokens=usage.get("tokens", 0), created_at=snapshot["createdAt"], updated_at=snapshot["updatedAt"],
+        tokens=usage.get("tokens", 0), created_at=snapshot.created_at, updated_at=snapshot.updated_at,
     )
     return RunView(
-        summary=summary, error=snapshot["error"], warnings=[], agent_list=agents,
-        budget=BudgetView(limits=snapshot["budget"] or {}, version=1, usage=usage,
-                          events=snapshot.get("budgetEvents") or []),
-        checkpoints=[CheckpointView(c["name"], c["prompt"], c["context"], CheckpointState.AWAITING)
-                     for c in snapshot["checkpoints"]],
-        proposals=[], worktrees=[], result=snapshot["result"],
+        summary=summary, error=snapshot.error, warnings=[], agent_list=agents,
+        budget=BudgetView(limits=snapshot.budget or {}, version=1, usage=usage, events=snapshot.budget_events),
+        checkpoints=[CheckpointView(c.label, c.prompt, c.context, CheckpointState.AWAITING)
+                     for c in snapshot.checkpoints],
+        proposals=[], worktrees=[], result=snapshot.result,
     )
 
 

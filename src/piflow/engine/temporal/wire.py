@@ -115,3 +115,28 @@ class AttemptInput:
     fixtures: str | None
     budget: dict[str, Any] | None
     usage: dict[str, Any]
+
+
+@dataclass
+class RunSnapshot:
+    """The run as its workflow knows it: the `snapshot` query's answer and the workflow's result.
+
+    Agents stay JSON objects (spec I agent fields); the client turns all of it into the engine's
+    typed `RunView` (`client.run_view_of`), so no view wire shape is built here.
+    """
+
+    run_id: str
+    workflow_name: str
+    cwd: str
+    script_path: str | None
+    state: str
+    phase: str | None
+    created_at: float
+    updated_at: float
+    budget: dict[str, Any] | None
+    usage: dict[str, Any]
+    budget_events: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    result: Any
+    agents: list[dict[str, Any]]
+    checkpoints: list[PendingCheckpoint]

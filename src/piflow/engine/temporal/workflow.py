@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         JournalEntry,
         PendingAttempt,
         PendingCheckpoint,
+        RunSnapshot,
         RunStart,
         StepInput,
         StepResult,
@@ -66,7 +67,7 @@ class RunWorkflow:
         self._budget_events: list[dict[str, Any]] = []
 
     @workflow.run
-    async def run(self, start: RunStart) -> dict[str, Any]:
+    async def run(self, start: RunStart) -> RunSnapshot:
         self._start = start
         self._updated_at = start.created_at
         try:
@@ -238,16 +239,12 @@ class RunWorkflow:
             self._news += 1
 
     @workflow.query(name=SNAPSHOT_QUERY)
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> RunSnapshot:
         assert self._start is not None
         start = self._start
-        return {
-            "runId": start.run_id, "workflowName": start.workflow_name, "cwd": start.cwd,
-            "scriptPath": start.script_path, "state": self._state, "phase": self._phase,
-            "createdAt": start.created_at, "updatedAt": self._updated_at,
-            "budget": start.budget, "usage": self._usage, "budgetEvents": self._budget_events,
-            "error": self._error, "result": self._result,
-            "agents": list(self._agents.values()),
-            "checkpoints": [{"name": c.label, "prompt": c.prompt, "context": c.context}
-                            for c in self._checkpoints.values()],
-        }
+        return RunSnapshot(
+            run_id=start.run_id, workflow_name=start.workflow_name, cwd=start.cwd, script_path=start.script_path,
+            state=self._state, phase=self._phase, created_at=start.created_at, updated_at=self._updated_at,
+            budget=start.budget, usage=self._usage, budget_events=self._budget_events, error=self._error,
+            result=self._result, agents=list(self._agents.values()), checkpoints=list(self._checkpoints.values()),
+        )
