@@ -3,7 +3,8 @@
 A real server over stdio (the client and script generator of `bench/lsp.py`). Prints VmRSS after
 `initialize` with no document, after opening 1 and then 20 scripts of 300 lines (each waited for
 until its diagnostics are published and the server has gone idle), the cost of one more open
-document, and after closing them all (what a closed document's tree and facts leave behind).
+document, after closing them all (what a closed document leaves behind: the allocator keeps most
+freed pages) and after reopening them (whether closing really freed them: reopening reuses them).
 
 Usage: `.venv/bin/python bench/memory.py [--lines 300] [--documents 20]`
 """
@@ -53,6 +54,10 @@ def main() -> int:
                 server.send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
             server.drain(IDLE_SECONDS)
             print(f"idle, all closed again:           {server.rss_mb():6.1f} MB")
+            for uri in uris:  # what closing freed is reused: reopening should not grow much
+                open_script(server, uri, text)
+            server.drain(IDLE_SECONDS)
+            print(f"idle, {args.documents} reopened:                {server.rss_mb():6.1f} MB")
         finally:
             server.close()
     return 1 if full > BARS["rss_mb"] else 0

@@ -71,7 +71,7 @@ def hover_target(script: str, offset: int) -> Any:
         TextIndex(script),
         False,
         cast(Any, None),  # target_at reads the tree only
-        tree=document.tree,
+        kept_tree=document.tree,
     )
     return target_at(snapshot, offset)
 

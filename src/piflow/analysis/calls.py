@@ -87,11 +87,13 @@ def awaited_expression(node: Node) -> Node:
     return current
 
 
-def callee_name(callee: Node) -> str | None:
-    """The name of a plain-identifier callee (escapes decoded, as ESTree has it), else None."""
+def callee_name(callee: Node, data: bytes | None = None) -> str | None:
+    """The name of a plain-identifier callee (escapes decoded, as ESTree has it), else None.
+
+    `data`: the parsed text, when the caller has it (slicing it is faster than `Node.text`)."""
     if callee.kind_id not in K.IDENTIFIER:
         return None
-    raw = callee.text or b""
+    raw = (callee.text or b"") if data is None else data[callee.start_byte : callee.end_byte]
     if b"\\" in raw:
         return identifier_name(raw.decode("utf-8", "surrogatepass"))
     return raw.decode("utf-8", "surrogatepass")

@@ -3,7 +3,8 @@
 The language server keeps one `ScriptDocument` per open file and calls `apply_change` on every
 edit: tree-sitter re-parses only what changed, and the facts of every top-level statement whose
 text did not change are reused (they are position-independent), so re-analysis after a keystroke
-costs one statement's walk plus the rules.
+costs one statement's walk plus the rules. A document nobody types in can `release` its tree and
+facts (the server does for all but the last few it used); they are rebuilt when next needed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final, TypeVar
 
-from tree_sitter import Node, Point, Tree
+from tree_sitter import Node, Parser, Point, Tree
 
 from piflow.analysis.facts import (
     CallFact,
@@ -31,6 +32,21 @@ from piflow.analysis.walker import StatementWalker, WalkConfig
 T = TypeVar("T")
 
 _CACHE_LIMIT: Final = 20_000
+_PARSERS: Final[list[Parser]] = []
+"""Idle parsers, shared by all documents: a parser is used by one thread at a time, and keeping one
+per open document cost ~50 kB each. (`list.pop`/`append` are atomic under the GIL.)"""
+
+
+def parse_script(data: bytes, old: Tree | None = None) -> Tree:
+    """Parse with an idle parser (incrementally, given the edited `old` tree)."""
+    try:
+        parser = _PARSERS.pop()
+    except IndexError:  # (not tested first: another thread may take the last one in between)
+        parser = new_parser()
+    try:
+        return parser.parse(data) if old is None else parser.parse(data, old)
+    finally:
+        _PARSERS.append(parser)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,28 +65,49 @@ class ScriptDocument:
     def __init__(self, text: str, *, uri: str | None = None, version: int | None = None) -> None:
         self.uri = uri
         self.version = version
-        self._parser = new_parser()
         self._cache: dict[tuple[int, bytes], StatementFacts] = {}
         self._cache_config: WalkConfig | None = None
-        self._set(text, self._parser.parse(text.encode("utf-8", "surrogatepass")))
+        self._set(text, parse_script(text.encode("utf-8", "surrogatepass")))
 
     def _set(self, text: str, tree: Tree, data: bytes | None = None) -> None:
         self.text = text
         self.index = TextIndex(text, data)
-        self.tree = tree
-        self._root = tree.root_node  # one node object, so its children are listed once
+        self._tree: Tree | None = tree
+        self._root_node: Node | None = tree.root_node  # one node object, so its children are listed once
         self.__dict__.pop("header", None)
 
     @property
     def data(self) -> bytes:
         return self.index.data
 
+    @property
+    def tree(self) -> Tree:
+        """The parse tree (parsed again if `release` let it go)."""
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = parse_script(self.index.data)
+        return tree
+
+    @property
+    def _root(self) -> Node:
+        if self._root_node is None:
+            self._root_node = self.tree.root_node
+        return self._root_node
+
+    def release(self) -> None:
+        """Let go of what only the next edit or feature needs, for a document nobody is typing in:
+        the tree (three quarters of an idle document's memory, parsed again when asked for) and the
+        statement facts (its next analysis walks every statement afresh)."""
+        self._cache, self._cache_config = {}, None
+        self._tree = self._root_node = None
+        self.__dict__.pop("header", None)  # (its node holds the tree)
+
     # -- edits -------------------------------------------------------------------------------------
 
     def replace(self, text: str, version: int | None = None) -> None:
         """Replace the whole text (a full re-parse)."""
         self.version = version
-        self._set(text, self._parser.parse(text.encode("utf-8", "surrogatepass")))
+        self._set(text, parse_script(text.encode("utf-8", "surrogatepass")))
 
     def apply_change(
         self,
@@ -87,15 +124,19 @@ class ScriptDocument:
         end = max(start, old.offset_at(end_line, end_character))
         inserted = new_text.encode("utf-8", "surrogatepass")
         data = old.data[:start] + inserted + old.data[end:]
-        self.tree.edit(
-            start_byte=start,
-            old_end_byte=end,
-            new_end_byte=start + len(inserted),
-            start_point=_point(old.data, start),
-            old_end_point=_point(old.data, end),
-            new_end_point=_point(data, start + len(inserted)),
-        )
-        tree = self._parser.parse(data, self.tree)
+        previous = self._tree
+        if previous is None:  # released: a full parse
+            tree = parse_script(data)
+        else:
+            previous.edit(
+                start_byte=start,
+                old_end_byte=end,
+                new_end_byte=start + len(inserted),
+                start_point=_point(old.data, start),
+                old_end_point=_point(old.data, end),
+                new_end_point=_point(data, start + len(inserted)),
+            )
+            tree = parse_script(data, previous)
         self.version = version
         self._set(data.decode("utf-8", "surrogatepass"), tree, data)
 

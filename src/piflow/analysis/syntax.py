@@ -184,6 +184,16 @@ def named_items(node: Node) -> list[Node]:
 
 _ASYNC_KEYWORD: Final = LANGUAGE.id_for_node_kind("async", False)
 _STAR: Final = LANGUAGE.id_for_node_kind("*", False)
+_COMMA: Final = frozenset(
+    kind
+    for kind in range(LANGUAGE.node_kind_count)
+    if not LANGUAGE.node_kind_is_named(kind) and LANGUAGE.node_kind_for_id(kind) == ","
+)
+NAMED_KINDS: Final = frozenset(
+    {kind for kind in range(LANGUAGE.node_kind_count) if LANGUAGE.node_kind_is_named(kind)}
+    | {LANGUAGE.id_for_node_kind("ERROR", True)}
+)
+"""`node.kind_id in NAMED_KINDS` is `node.is_named`, ten times faster (ERROR included)."""
 
 
 def function_flags(node: Node) -> tuple[bool, bool]:
@@ -198,7 +208,7 @@ def function_flags(node: Node) -> tuple[bool, bool]:
         elif asynchronous is None:
             if kind == _ASYNC_KEYWORD:
                 asynchronous = True
-            elif child.is_named and kind not in K.COMMENT:
+            elif kind in NAMED_KINDS and kind not in K.COMMENT:
                 asynchronous = False
     return bool(asynchronous), generator
 
@@ -331,10 +341,11 @@ def _array_elements(data: bytes, node: Node, base: int, depth: int) -> tuple[Exp
     elements: list[Expr | None] = []
     expecting = True  # after `[` or `,` an element may start; another `,` makes a hole
     for child in node.children:
-        if child.kind_id in K.COMMENT:
+        kind = child.kind_id
+        if kind in _COMMENT:
             continue
-        if not child.is_named:
-            if child.type == ",":
+        if kind not in NAMED_KINDS:
+            if kind in _COMMA:
                 if expecting:
                     elements.append(None)
                 expecting = True

@@ -332,7 +332,7 @@ class StatementWalker(EarlyErrors):
                 )
             return True
         start, callee, arguments = call
-        name = callee_name(callee)
+        name = callee_name(callee, self.data)
         if name is not None and name in _PRIMITIVE_SET:
             if start != node.start_byte:  # `await (agent)(...)`: the `await` is not walked below
                 function = node.child_by_field_id(F.FUNCTION)

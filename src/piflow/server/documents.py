@@ -14,6 +14,10 @@ workflow calls that lenses, the outline and hints read are found when typing pau
 request needs them; the engine compile follows an open or a save. A snapshot older than the
 document is never shown (its version is checked before publishing); requests that need the
 current text wait for the job, never for the client.
+
+Memory: a document keeps its text and its snapshot's findings; only the few most recently opened or
+edited keep the parse tree and statement facts that make a keystroke's re-analysis incremental
+(`WARM_DOCUMENTS`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Final
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from piflow.analysis.document import ScriptDocument
 from piflow.config.paths import (
     PROJECT_CONFIG_NAME,
     SETTINGS_FILE_NAME,
@@ -53,6 +58,11 @@ Editors now keep workflow scripts `javascript` (so the host's JavaScript tooling
 DESCRIBE_AFTER: Final = 0.2
 """Seconds of quiet typing before a version's calls are found unasked (lenses, outline, hints)."""
 SCRIPT_SUFFIX: Final = ".workflow.js"
+WARM_DOCUMENTS: Final = 3
+"""How many of the most recently opened or edited scripts keep their parse tree and statement facts
+between analyses (so a keystroke re-parses and re-walks one statement); the others release both when
+their job ends (three quarters of an idle document's memory, bench/memory.py) and parse and walk
+afresh when next edited, or parse when a feature (hover, completion...) needs their tree."""
 
 
 def classify(path: str | None, language_id: str) -> DocumentKind:
@@ -130,6 +140,8 @@ class DocumentTable(LanguageFeature):
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
         self._documents: dict[str, OpenDocument] = {}
+        self._warm: list[OpenDocument] = []
+        """The `WARM_DOCUMENTS` most recently opened or edited documents, the newest last."""
 
     def register(self) -> None:
         self.server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(handler(self.save))
@@ -153,6 +165,7 @@ class DocumentTable(LanguageFeature):
             compile_wanted=kind is DocumentKind.SCRIPT,
         )
         self._documents[item.uri] = document
+        self._touch(document)
         self.server.dispatch("document_opened", document)
         self._schedule(document)
 
@@ -168,6 +181,7 @@ class DocumentTable(LanguageFeature):
             else:
                 document.pending.append(Change(None, change.text))
         document.version = params.text_document.version
+        self._touch(document)
         document.describe_due = False  # typing goes on: find the calls when it pauses
         # A compile is for the text of a save, which this edit replaces (unless a run waits for one).
         document.compile_wanted = any(need.compiled for need, _ in document.waiters)
@@ -187,9 +201,31 @@ class DocumentTable(LanguageFeature):
         if document is not None:
             self._retire(document)
             self.server.dispatch("document_closed", document)
+            self.server.release_memory_later()  # what the allocator cannot hand back, it reuses
+
+    def _touch(self, document: OpenDocument) -> None:
+        """Make `document` the most recently used; the one that falls out of the warm set is cooled."""
+        warm = self._warm
+        if warm and warm[-1] is document:
+            return
+        if document in warm:
+            warm.remove(document)
+        warm.append(document)
+        if len(warm) > WARM_DOCUMENTS:
+            self._cool(warm.pop(0))
+
+    def _cool(self, document: OpenDocument) -> None:
+        """Release the tree and facts of a document nobody is typing in (its job, if one runs,
+        calls this again when it ends); its next edit, or a feature that needs the tree, parses."""
+        if document.job is None and isinstance(document.buffer, ScriptDocument):
+            document.buffer.release()
+            if document.snapshot is not None:
+                document.snapshot = document.snapshot.without_tree()
 
     def _retire(self, document: OpenDocument) -> None:
         document.closed = True
+        if document in self._warm:
+            self._warm.remove(document)
         for timer in (document.timer, document.describe_timer):
             if timer is not None:
                 timer.cancel()
@@ -290,6 +326,8 @@ class DocumentTable(LanguageFeature):
             self._give_up(document)
         finally:
             document.job = None
+            if document not in self._warm and (document.snapshot is None or document.snapshot.described):
+                self._cool(document)  # (after the describe step, which needs the tree)
             self.server.release_memory_later()
 
     def _give_up(self, document: OpenDocument) -> None:

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 from tree_sitter import Tree
 
-from piflow.analysis.document import ScriptDocument
+from piflow.analysis.document import ScriptDocument, parse_script
 from piflow.analysis.findings import Finding
 from piflow.analysis.positions import Range, TextIndex
 
@@ -97,8 +97,11 @@ class Snapshot:
     the version is described (that step follows the findings, so diagnostics never wait for it)."""
     body_start: int = 0
     """Byte offset of the body (after a `meta` header): inspect and journal offsets count from here."""
-    tree: Tree | None = None
-    """A copy of the script's parse tree (the buffer's own tree keeps changing in later jobs)."""
+    kept_tree: Tree | None = None
+    """A copy of the script's parse tree once described (the buffer's own keeps changing in later
+    jobs); features read `tree`."""
+    tree_released: bool = False
+    """The document let its tree go (`without_tree`): `tree` parses the text again when asked."""
 
     @property
     def described(self) -> bool:
@@ -113,9 +116,28 @@ class Snapshot:
         settings = self.project.config.project if self.project.config is not None else None
         return detect_dialect(self.index.data, path=to_fs_path(self.uri), project=settings).name
 
+    @cached_property
+    def tree(self) -> Tree | None:
+        """The described script's parse tree (None before; parsed again, once, if released)."""
+        if self.tree_released:
+            return parse_script(self.index.data)
+        return self.kept_tree
+
+    def without_tree(self) -> Snapshot:
+        """This snapshot without its tree, for a document nobody is typing in (DocumentTable)."""
+        if self.kept_tree is None:
+            return self
+        return dataclasses.replace(self, kept_tree=None, tree_released=True)
+
     def described_as(self, other: Snapshot) -> Snapshot:
         """This snapshot with the description of `other`, a snapshot of the same text."""
-        return dataclasses.replace(self, calls=other.calls, body_start=other.body_start, tree=other.tree)
+        return dataclasses.replace(
+            self,
+            calls=other.calls,
+            body_start=other.body_start,
+            kept_tree=other.kept_tree,
+            tree_released=other.tree_released,
+        )
 
     @property
     def text(self) -> str:
@@ -232,4 +254,4 @@ def describe_version(buffer: Buffer, snapshot: Snapshot) -> Snapshot:
     except Exception:
         log.exception("inspecting %s failed", snapshot.uri)
         calls = ()
-    return dataclasses.replace(snapshot, calls=calls, body_start=buffer.body_start, tree=buffer.tree.copy())
+    return dataclasses.replace(snapshot, calls=calls, body_start=buffer.body_start, kept_tree=buffer.tree.copy())
