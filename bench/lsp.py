@@ -6,7 +6,9 @@ of that version — median and p95 over `--edits` edits, each sent after the pre
 answered — and the server's resident memory (VmRSS) once it sits idle with 20 open scripts.
 With `--during-run`, the 1,000-line figures are taken again while a 5,000-agent scripted run,
 launched from that server (`piflow.run`, so an owner process executes it), goes on: the server
-follows it through the change feed and sends its progress deltas meanwhile.
+follows it through the change feed and sends its progress deltas meanwhile. That mode also prints
+the machine's load average (other processes skew every figure on a shared machine) and the CPU the
+server spent from the launch to the run's end, typing included.
 
 The clock is the client's, around a pipe: an upper bound of the server-side time (the pipe adds
 tens of microseconds). Bars: median <= 10 ms at 1,000 lines; RSS <= 80 MB with 20 open scripts.
@@ -122,6 +124,11 @@ class Server:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU time of the server, all its threads included."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.request("shutdown", None)
         self.send({"method": "exit"})
@@ -218,13 +225,15 @@ def during_run(root: Path, text: str, edits: int, agents: int = RUN_AGENTS) -> b
         launched = server.request("workspace/executeCommand", {
             "command": "piflow.run", "arguments": [{"uri": run_path.as_uri(), "backend": "scripted"}]})
         assert launched and "runId" in launched, launched
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), server.cpu_seconds()
         busy: list[float] = []
         while not server.finished and time.perf_counter() - began < RUN_TIMEOUT:  # edits until the run ends
             busy += typing_latency(server, uri, text, 2)
         ended = server.finished[0]["state"] if server.finished else f"still running after {RUN_TIMEOUT:.0f} s"
+        elapsed, cpu = time.perf_counter() - began, server.cpu_seconds() - cpu
         print(f"typing at 1,000 lines while a {agents}-agent run launched from this server executes "
-              f"({len(busy)} edits in {time.perf_counter() - began:.1f} s, from the launch to the run's end: {ended}):")
+              f"({len(busy)} edits in {elapsed:.1f} s, from the launch to the run's end: {ended}; "
+              f"server CPU {cpu:.2f} s; load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}):")
         failed = False
         for name, idle_value, busy_value in (
             ("median", statistics.median(idle), statistics.median(busy)),

@@ -15,7 +15,7 @@ from test_runs import SCRIPT, SLOW, execute, state_of
 
 from piflow.engine.owner import EDITOR_RUN_NICENESS
 
-AGENT_KEYS = ("id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity")
+AGENT_KEYS = ("id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity", "parentId")
 
 
 async def _cli(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from conftest import Client, Workspace, open_document, pulled
 from lsprotocol import types
+
+from piflow.analysis import ScriptDocument
+from piflow.analysis.inspect import inspect_document
+from piflow.analysis.positions import TextIndex
+from piflow.server.outcomes import launched_calls, launched_spans
+from piflow.server.snapshot import DocumentKind, Snapshot
 
 SCRIPT = """const draft = await agent("Write", { label: "writer" });
 const critique = await agent("Criticise", { label: "critic" });
@@ -95,3 +101,19 @@ async def test_a_failure_the_script_caught_is_a_warning(start, workspace: Worksp
     assert (problem.message, problem.code, problem.severity) == (
         "too slow", "AGENT_TIMEOUT", types.DiagnosticSeverity.Warning
     )
+
+
+def _described(text: str, calls: tuple[Any, ...] | None) -> Snapshot:
+    return Snapshot("file:///critic.workflow.js", DocumentKind.SCRIPT, 2, TextIndex(text), False,
+                    cast(Any, None), calls=calls)  # the project is not read
+
+
+def test_a_run_launched_from_the_open_document_takes_its_calls_from_the_document() -> None:
+    calls = tuple(inspect_document(ScriptDocument(SCRIPT)))
+    assert launched_calls(SCRIPT, _described(SCRIPT, calls)) == launched_spans(SCRIPT)  # the same calls
+    # they are the document's, not found again: a snapshot's own calls are what comes back
+    assert launched_calls(SCRIPT, _described(SCRIPT, calls[:1])) == launched_spans(SCRIPT)[:1]
+    edited = SCRIPT.replace("Write", "Draft")
+    assert launched_calls(SCRIPT, _described(edited, calls)) is None  # edited since: the launched text is analysed
+    assert launched_calls(SCRIPT, _described(SCRIPT, None)) is None  # calls not found yet
+    assert launched_calls(SCRIPT, None) is None  # not open

@@ -81,7 +81,7 @@ async def test_run_from_a_lens_reports_progress_and_asks_the_plugin(start, works
     assert progress["workflowName"] == "haiku" and progress["uri"] == uri
     agent = progress["agents"][0]
     assert agent["label"] == "poet" and set(agent) == {
-        "id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity"
+        "id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity", "parentId"
     }
     assert set(progress["budget"]) == {"limits", "usage", "events"}
     question = await client.expect("piflow/checkpoint", lambda p: p["runId"] == run_id)
@@ -135,6 +135,8 @@ async def test_pause_resume_and_stop_through_commands(start, workspace: Workspac
     assert (await press(client, uri, "⏸ Pause"))["runId"] == run_id
     paused = await state_of(client, run_id, "paused")
     assert paused["agents"]["total"] < 3
+    listed = (await execute(client, "piflow.listRuns", {"uri": uri}))["runs"]
+    assert [run["agents"] for run in listed] == [paused["agents"]]  # counted in the store, as the view counts
     assert f"↻ Resume {run_id[:8]} (paused)" in await titles(client, uri)
     assert (await press(client, uri, "↻ Resume"))["state"] == "running"
     await state_of(client, run_id, "running")

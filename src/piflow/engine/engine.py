@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -161,6 +162,8 @@ class Engine:
         name = (request.name or "").strip() or request.workflow or _default_name(request.script_path)
         backend_name = request.backend or env.backend
         env = env.with_backend(backend_name)
+        if backend_name == "pi":
+            env = await _with_current_pi_tools(env)
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
         backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts,
@@ -527,6 +530,18 @@ def proposal_message(record: RunRecord, payload: dict[str, Any]) -> str:
         f"Consumed usage: {dump(payload['consumed'])}. Previous limits: {dump(payload['previous'])}. "
         f"Proposed limits: {dump(payload['proposed'])}. Respond with piflow budget approve {record.id[:8]} {pid}."
     )
+
+
+async def _with_current_pi_tools(env: LaunchEnvironment) -> LaunchEnvironment:
+    """A launch on pi checks tools against what pi offers now: probed when the cache is stale. When pi
+    cannot be asked the built-ins stand in (the agent then reports pi's own error)."""
+    from piflow.engine.backends.pi import current_pi_tools
+
+    try:
+        tools = await current_pi_tools(env.agent_dir, Path(env.cwd), env.resource_policy)
+    except WorkflowError:
+        return env
+    return env.with_pi_tools(tools.names)
 
 
 def _default_name(script_path: str | None) -> str:

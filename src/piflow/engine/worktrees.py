@@ -137,8 +137,12 @@ class RunWorktrees:
         self._locks_guard = threading.Lock()
 
     # -- operations ---------------------------------------------------------------------------
-    def ensure(self, owner: str) -> tuple[WorktreeRecord, bool]:
-        """The owner's worktree, made now if needed; the flag says it was (emit `worktree-created`)."""
+    def ensure(self, owner: str, continues: str | None = None) -> tuple[WorktreeRecord, bool]:
+        """The owner's worktree, made now if needed; the flag says it was (emit `worktree-created`).
+
+        `continues`: a commit of the owner's branch made elsewhere (a Temporal worker's clone
+        fetched it): the branch is set there and checked out instead of a new snapshot.
+        """
         with self._lock(owner), _reported():
             record = self._record(owner)
             if record is not None and not self._marker(worktree_key(self.run_id, owner)).exists():
@@ -146,7 +150,7 @@ class RunWorktrees:
                     raise WorkflowError("WORKTREE_FAILED", f"Worktree of {owner} is missing: {record.path}")
                 self._ready[owner] = record
                 return record, False
-            record = self._create(owner)
+            record = self._create(owner, continues)
             self._ready[owner] = record
             return record, True
 
@@ -172,6 +176,18 @@ class RunWorktrees:
             )
             run_git(path, "update-ref", "-m", message, "HEAD", commit, head, env=env)
             return commit
+
+    def release(self, owner: str) -> None:
+        """Remove the owner's worktree but keep its branch: a Temporal worker checks a scope out
+        for one attempt only (the next attempt may run on another worker)."""
+        with self._lock(owner), _reported():
+            self._ready.pop(owner, None)
+            repository = self._repository()
+            path = self._dir / worktree_key(self.run_id, owner)
+            if path in self._registered(repository):
+                self._remove_worktree(repository, path)
+            elif path.exists():
+                shutil.rmtree(path)
 
     async def commit_attempt_async(self, owner: str) -> WorkflowError | None:
         """Record an attempt's work; a failure is returned, not raised, so the caller reports the
@@ -238,7 +254,7 @@ class RunWorktrees:
         return await anyio.to_thread.run_sync(self.remove_all)
 
     # -- creation -----------------------------------------------------------------------------
-    def _create(self, owner: str) -> WorktreeRecord:
+    def _create(self, owner: str, continues: str | None = None) -> WorktreeRecord:
         repository = self._repository()
         key = worktree_key(self.run_id, owner)
         path = self._dir / key
@@ -246,13 +262,17 @@ class RunWorktrees:
         marker = self._marker(key)
         if marker.exists():
             self._discard(repository, path, branch)  # what our own unfinished creation left
-        else:
+        elif continues is None:
             self._refuse_occupied(repository, path, branch)
         self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         marker.write_text(owner + "\n", encoding="utf-8", errors="surrogateescape")
         try:
-            base = self._snapshot(repository, key)
-            run_git(repository.root, "update-ref", "-m", SNAPSHOT_MESSAGE, f"refs/heads/{branch}", base, "")
+            if continues is None:
+                base = self._snapshot(repository, key)
+                run_git(repository.root, "update-ref", "-m", SNAPSHOT_MESSAGE, f"refs/heads/{branch}", base, "")
+            else:
+                base = continues
+                run_git(repository.root, "update-ref", "-m", ATTEMPT_MESSAGE, f"refs/heads/{branch}", base)
             run_git(repository.root, "worktree", "add", "--quiet", str(path), branch)
             cwd = path / repository.prefix
             cwd.mkdir(parents=True, exist_ok=True)  # the launch cwd may hold only ignored files

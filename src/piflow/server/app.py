@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Final
 
 from piflow.server.base import PiflowServer
 from piflow.server.code_actions import CodeActions
@@ -21,6 +22,8 @@ from piflow.server.projects import Projects
 from piflow.server.runs import Runs
 from piflow.server.symbols import Symbols
 from piflow.server.workspace_problems import WorkspaceProblems
+
+GIL_SWITCH_SECONDS: Final = 0.001
 
 
 def create_server() -> PiflowServer:
@@ -50,6 +53,10 @@ def create_server() -> PiflowServer:
 def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
     """Run until the client exits: on stdio (the default) or on a TCP port."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="piflow: %(levelname)s %(name)s: %(message)s")
+    # Threads take turns on the GIL every millisecond instead of every 5: a background burst (a
+    # progress payload, a catch-up read of a big run's events) then holds up typing's next step
+    # (the loop, the analysis thread) by at most that.
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     server = create_server()
     if tcp_port is None:
         server.start_io()

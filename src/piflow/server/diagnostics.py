@@ -187,7 +187,9 @@ class Diagnostics(LanguageFeature):
     async def _follow_run(self, document: OpenDocument) -> None:
         """Read the script's latest run; show its failed agents, or stop showing the previous run's."""
         try:
-            outcome = await self.server.get_feature(Outcomes).latest(document.uri, document.root, with_agents=False)
+            outcome = await self.server.get_feature(Outcomes).latest(
+                document.uri, document.root, with_agents=False, failures_only=True
+            )
         except WorkflowError:
             return  # no run store for this project: nothing ran
         failed = outcome if outcome is not None and outcome.failed else None

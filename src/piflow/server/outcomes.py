@@ -4,6 +4,9 @@ Agent records name their call site in their journal path (the engine reads it: `
 UTF-16 offsets into the launched body). When the document still holds the launched text, a call
 site maps straight to its call; after edits, the n-th agent call of the launched script is taken
 to be the n-th agent call of the document, as long as both have the same number of them.
+
+A run launched from the editor launched the open document's text: its calls are the ones the
+document's snapshot already found, so the launched script is analysed again only when it differs.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from typing import Any, Final
 
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.inspect import inspect_document
-from piflow.engine.journal import call_site_of
+from piflow.engine.journal import call_site_of, workflow_key_of
+from piflow.engine.lifecycle import AgentState
+from piflow.engine.views import AgentView
 from piflow.server.base import LanguageFeature, PiflowServer
 from piflow.server.context import AGENT_CALLS
-from piflow.server.runs import Host, Runs, canonical_path
+from piflow.server.documents import DocumentTable
+from piflow.server.runs import Runs, canonical_path
 from piflow.server.snapshot import Snapshot
 
 ICONS: Final = {"completed": "✓", "failed": "✗", "cancelled": "✗", "running": "◇", "retrying": "◇"}
@@ -35,6 +41,24 @@ class CallResult:
     cost: float = 0.0
     errors: dict[tuple[str, str], int] = field(default_factory=dict)
     """`(code, message)` of each distinct error of the call's failed agents, with how many failed so."""
+
+    def add(self, agent: AgentView) -> None:
+        """Count one agent of the run in."""
+        self.states[agent.state] += 1
+        self.tokens += agent.tokens
+        self.cost += agent.cost_usd
+        error = agent.error
+        if agent.state == AgentState.FAILED and isinstance(error, dict):
+            key = (str(error.get("code") or "AGENT_FAILED"), str(error.get("message") or ""))
+            self.errors[key] = self.errors.get(key, 0) + 1
+
+    def merge(self, other: CallResult) -> None:
+        """Count the agents of `other` in (a call that launched several children)."""
+        self.states.update(other.states)
+        self.tokens += other.tokens
+        self.cost += other.cost
+        for key, count in other.errors.items():
+            self.errors[key] = self.errors.get(key, 0) + count
 
     def label(self) -> str:
         count = sum(self.states.values())
@@ -54,20 +78,22 @@ def _compact(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
 
-def call_results(agents: list[dict[str, Any]]) -> dict[Span, CallResult]:
+def call_results(agents: list[AgentView]) -> dict[Span, CallResult]:
     results: dict[Span, CallResult] = {}
     for agent in agents:
-        site = call_site_of(agent.get("journalPath") or "")
-        if site is None:
-            continue
-        result = results.setdefault(site, CallResult())
-        result.states[agent["state"]] += 1
-        result.tokens += int(agent.get("tokens") or 0)
-        result.cost += float(agent.get("costUsd") or 0)
-        error = agent.get("error")
-        if agent["state"] == "failed" and isinstance(error, dict):
-            key = (str(error.get("code") or "AGENT_FAILED"), str(error.get("message") or ""))
-            result.errors[key] = result.errors.get(key, 0) + 1
+        site = call_site_of(agent.journal_path or "")
+        if site is not None:
+            results.setdefault(site, CallResult()).add(agent)
+    return results
+
+
+def child_results(agents: list[AgentView]) -> dict[str, CallResult]:
+    """A pi-subagents run's children by workflow key (the editor finds their calls by key)."""
+    results: dict[str, CallResult] = {}
+    for agent in agents:
+        key = workflow_key_of(agent.journal_path or "")
+        if key is not None:
+            results.setdefault(key, CallResult()).add(agent)
     return results
 
 
@@ -86,6 +112,8 @@ class RunOutcome:
     """The text the run launched."""
     launched: list[Span]
     """The agent calls of the launched text, in order."""
+    children: dict[str, CallResult] = field(default_factory=dict)
+    """pi-subagents children by workflow key."""
 
     @property
     def failed(self) -> bool:
@@ -103,12 +131,17 @@ class RunOutcome:
         return [(mapping[site], result) for site, result in self.results.items() if site in mapping]
 
 
-def _launched(host: Host, run_id: str) -> tuple[str, list[Span]]:
-    """Worker thread: the text a run launched and the spans of its agent calls."""
-    reader = host.open_reader()
-    assert reader is not None
-    script = reader.run_script(run_id)
-    return script, agent_spans(inspect_document(ScriptDocument(script)))
+def launched_spans(script: str) -> list[Span]:
+    """Worker thread: the agent calls of a launched text no open document holds."""
+    return agent_spans(inspect_document(ScriptDocument(script)))
+
+
+def launched_calls(script: str, snapshot: Snapshot | None) -> list[Span] | None:
+    """The agent calls of a launched text taken from a document snapshot that holds that very text
+    and has found its calls (a run launched from the editor); None when it must be analysed."""
+    if snapshot is not None and snapshot.calls is not None and snapshot.text == script:
+        return agent_spans(snapshot.calls)
+    return None
 
 
 class Outcomes(LanguageFeature):
@@ -118,9 +151,11 @@ class Outcomes(LanguageFeature):
         super().__init__(server)
         self._launched: dict[str, tuple[str, list[Span]]] = {}
 
-    async def latest(self, uri: str, root: Path, *, with_agents: bool) -> RunOutcome | None:
+    async def latest(
+        self, uri: str, root: Path, *, with_agents: bool, failures_only: bool = False
+    ) -> RunOutcome | None:
         """The newest run of the script at `uri` in project `root` (`with_agents`: the newest that
-        started agents), if any."""
+        started agents), if any; with `failures_only`, its results hold only the failed agents."""
         runs = self.server.get_feature(Runs)
         path = canonical_path(uri)
         if path is None:
@@ -129,8 +164,15 @@ class Outcomes(LanguageFeature):
         run_id = await (runs.latest_with_agents(host, path) if with_agents else runs.latest(host, path))
         if run_id is None:
             return None
-        view = await runs.view(host, run_id)
+        state, agents = await runs.agents_of(host, run_id, failed_only=failures_only)
         if run_id not in self._launched:  # a run's launched text never changes
-            self._launched[run_id] = await self.server.run_in_thread(_launched, host, run_id)
+            script = await runs.launched_script(host, run_id)
+            self._launched[run_id] = script, await self._agent_calls(uri, script)
         script, spans = self._launched[run_id]
-        return RunOutcome(run_id, str(view["state"]), call_results(view.get("agentList") or []), script, spans)
+        return RunOutcome(run_id, state, call_results(agents), script, spans, child_results(agents))
+
+    async def _agent_calls(self, uri: str, script: str) -> list[Span]:
+        """The agent calls of a launched text: the open document's when it holds that text, else found anew."""
+        document = self.server.get_feature(DocumentTable).get(uri)
+        spans = launched_calls(script, document.snapshot if document is not None else None)
+        return spans if spans is not None else await self.server.run_in_thread(launched_spans, script)

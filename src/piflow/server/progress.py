@@ -24,11 +24,13 @@ from lsprotocol import types
 
 from piflow.engine import events
 from piflow.engine.lifecycle import ENDED
-from piflow.engine.subagents.progress import SUBAGENT_PROGRESS, event_line
+from piflow.engine.subagents.progress import SUBAGENT_LANES, SUBAGENT_PROGRESS, event_line
+from piflow.engine.subagents.views import lane_board
 from piflow.errors import WorkflowError, format_workflow_failure
 from piflow.server import protocol
 from piflow.server.base import LanguageFeature, PiflowServer
 from piflow.server.runs import Host, RunEvent, Runs
+from piflow.view_wire import lane_board_json
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ class RunNotifications(LanguageFeature):
         self._uris: dict[str, str | None] = {}
         self._announced: dict[str, asyncio.Future[None]] = {}
         self._sending: dict[str, asyncio.Lock] = {}
+        self._boards: dict[str, dict[int, dict[str, Any]]] = {}
+        """Per pi-subagents run: each `runs.lanes` board as its last event carried it (wire form)."""
 
     @property
     def _runs(self) -> Runs:
@@ -90,6 +94,8 @@ class RunNotifications(LanguageFeature):
         kind, payload = event.type, event.payload
         if kind == events.AGENT_STATE_CHANGED:
             self._changed.setdefault(event.run_id, set()).update(event.agents)
+        elif kind == SUBAGENT_LANES and (board := lane_board(payload)) is not None:
+            self._boards.setdefault(event.run_id, {})[board.call] = lane_board_json(board)
         if kind == events.RUN_STARTED:
             announced = self._announced[event.run_id] = asyncio.get_running_loop().create_future()
             self.server.spawn(self._started(event, announced))
@@ -152,6 +158,9 @@ class RunNotifications(LanguageFeature):
             custom = self.server.options.custom_notifications
             progress = await self._runs.progress(host, run_id, None if sent is None else changed)
             self._uris[run_id] = progress["uri"]
+            boards = self._boards.get(run_id)
+            if boards:  # the live lane board (each event carries its board whole)
+                progress["lanes"] = [boards[call] for call in sorted(boards)]
             if custom:
                 # validated and converted in a worker thread: a run's first snapshot can hold thousands of agents
                 wire, agents = await self._runs.in_thread(_wire_progress, progress, sent)
@@ -221,7 +230,8 @@ class RunNotifications(LanguageFeature):
             finished["error"] = {"code": error.get("code", "INTERNAL_ERROR"), "message": error.get("message", "")}
         self.server.notify_custom("piflow/runFinished", protocol.RunFinished.model_validate(finished).to_wire())
         self._end(event.run_id, state)
-        for table in (self._announced, self._sending, self._sent_at, self._uris, self._sent_agents, self._changed):
+        for table in (self._announced, self._sending, self._sent_at, self._uris, self._sent_agents, self._changed,
+                      self._boards):
             table.pop(event.run_id, None)
         if event.own and not self.server.options.custom_notifications:
             self.server.window_show_message(_finished_message(view))

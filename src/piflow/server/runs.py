@@ -10,37 +10,53 @@ store's `ChangeFeed` (a cheap "anything committed?" check every few milliseconds
 then), reduces what it read — a big run commits thousands of agent state changes a second, which
 reach the features as one event per run and state standing for all the agents it names — and
 hands the loop only that. Nothing of the engine runs on the server's loop: reads and control
-requests run in worker threads, owners in their own processes.
+requests run on the runs' own thread (never in the analysis threads typing waits for), owners in
+their own processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.engine import control, events
 from piflow.engine.environment import project_root
 from piflow.engine.feed import BATCH, FEED_INTERVAL, ChangeFeed
-from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, RunState
+from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, RunState
 from piflow.engine.owner import EDITOR_RUN_NICENESS, start_owner
 from piflow.engine.store import EventRecord, RunRecord, RunStore
-from piflow.engine.views import agent_detail, agent_view, attention_key, observed_run, run_summary, run_view
+from piflow.engine.views import (
+    AgentView,
+    agent_detail,
+    agent_view,
+    attention_key,
+    observed_run,
+    run_view,
+    summary_of,
+)
 from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, PiflowServer
 from piflow.view_wire import agent_detail_json, agent_json, outcome_json, run_json, summary_json
 
+if TYPE_CHECKING:
+    from piflow.server.projects import Project
+    from piflow.server.temporal_runs import TemporalHost
+
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+P = ParamSpec("P")
 
 DELIVERY_SLICE: Final = 100
 """Events handed to the features between two turns of the loop (a big run commits thousands a second)."""
@@ -211,6 +227,13 @@ class Runs(LanguageFeature):
         self._stopping = threading.Event()
         self._arrivals: asyncio.Queue[tuple[Host, list[Folded]]] = asyncio.Queue()
         self._folders: asyncio.Task[None] | None = None
+        # One thread for store reads and progress building: while a big run is followed, typing's
+        # analysis never queues behind them in the server's CPU threads.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piflow-runs")
+
+    async def in_thread(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run the work of following runs (store reads, progress payloads) on the runs' own thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, lambda: function(*args, **kwargs))
 
     def initialized(self) -> None:
         self._folders = self.server.spawn(self._open_folders())
@@ -237,6 +260,8 @@ class Runs(LanguageFeature):
         from piflow.server.projects import Projects
 
         project = await self.server.get_feature(Projects).get(root)
+        if (temporal := self._temporal_host(project)) is not None:
+            return temporal
         store_path = project.store
         if store_path is None:
             raise WorkflowError("CONFIG_ERROR", f"No run store for the project at {root}")
@@ -244,7 +269,7 @@ class Runs(LanguageFeature):
         if host is None:
             host = self._hosts[store_path] = Host(root, store_path, born_watched=not store_path.exists())
             if not host.born_watched:  # runs that went on while no editor was open are shown live again
-                for run_id, kind, payload in await self.server.run_in_thread(_live_runs, host):
+                for run_id, kind, payload in await self.in_thread(_live_runs, host):
                     self._deliver(host, 0, run_id, kind, payload)
         if self._follower is None:
             self._follower = threading.Thread(
@@ -252,6 +277,17 @@ class Runs(LanguageFeature):
             )
             self._follower.start()
             self.server.spawn(self._hand_over())
+        return host
+
+    def _temporal_host(self, project: Project) -> Host | None:
+        """A Temporal-backed project's host, followed from its creation; None for an embedded project."""
+        from piflow.server.temporal_runs import temporal_host
+
+        if (known := self._hosts.get(project.root)) is not None:
+            return known
+        if (host := temporal_host(project)) is not None:
+            self._hosts[project.root] = host
+            self.server.spawn(host.follow(functools.partial(self._deliver, host)))
         return host
 
     async def host_for_path(self, path: str | None) -> Host:
@@ -266,11 +302,15 @@ class Runs(LanguageFeature):
         """The host whose store holds `run_id` (a prefix of 8+ characters is enough) and the full id."""
         errors: list[WorkflowError] = []
         for host in await self._all_hosts():
-            reader = await self.server.run_in_thread(host.open_reader)
+            if (temporal := _temporal(host)) is not None:
+                if (found := await temporal.resolve(run_id)) is not None:
+                    return host, found
+                continue
+            reader = await self.in_thread(host.open_reader)
             if reader is None:
                 continue
             try:
-                return host, await self.server.run_in_thread(reader.resolve_run_id, run_id)
+                return host, await self.in_thread(reader.resolve_run_id, run_id)
             except WorkflowError as error:
                 errors.append(error)
         ambiguous = [error for error in errors if "Ambiguous" in error.message]
@@ -312,23 +352,25 @@ class Runs(LanguageFeature):
         """Start an owner process in the project and return its reply; the run it names is ours."""
         host.starting += 1
         try:
-            reply = await self.server.run_in_thread(
+            reply = await asyncio.to_thread(  # waits for the owner's reply: no thread of ours is held up
                 lambda: start_owner(argv, cwd=str(host.root), script_text=script_text, niceness=EDITOR_RUN_NICENESS)
             )
             if "runId" in reply:
                 host.own.add(reply["runId"])
-            await self.server.run_in_thread(host.open_reader)  # the launch may have created the store
+            await self.in_thread(host.open_reader)  # the launch may have created the store
         finally:
             host.starting -= 1
         error = reply.get("error")
         if error is not None:
-            raise WorkflowError(error.get("code") or "INTERNAL_ERROR", error.get("message", ""))
+            raise WorkflowError.from_json(error)
         return reply
 
     async def launch(self, path: str, script: str, **options: Any) -> str:
         """Launch a script (its text as the editor has it) in its project, in an owner process."""
         host = await self.host_for_path(path)
         cwd = project_root(str(Path(path).parent))
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.launch(path, script, cwd, options)
         argv = ["run", path]
         for name in ("args", "budget"):
             if name in options:
@@ -343,16 +385,22 @@ class Runs(LanguageFeature):
 
     async def resume(self, run_id: str, budget: Any) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.resume(run_id, budget)
         argv = ["resume", run_id] + (["--budget", json.dumps(budget)] if budget is not None else [])
         reply = await self._start_owner(host, argv)
         return {key: value for key, value in reply.items() if key in ("runId", "state", "proposalId", "message")}
 
     async def pause(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.control(run_id, "pause")
         return {"runId": run_id, "state": await self._control(host, run_id, control.pause)}
 
     async def stop(self, run_id: str) -> dict[str, Any]:
         host, run_id = await self.host_of_run(run_id)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.control(run_id, "stop")
         return outcome_json(await self._control(host, run_id, control.stop))
 
     async def respond(
@@ -361,6 +409,8 @@ class Runs(LanguageFeature):
         """Answer a checkpoint (a request the owner picks up) or a budget proposal (an approved one
         resumes the run: in a new owner process)."""
         host, run_id = await self.host_of_run(run_id)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.respond(run_id, name=name, proposal_id=proposal_id, approved=approved)
         if proposal_id is not None:
             argv = ["budget", "approve" if approved else "reject", run_id, proposal_id]
             reply = await self._start_owner(host, argv)
@@ -379,7 +429,7 @@ class Runs(LanguageFeature):
             store = _reader(host, run_id)
             return request(store, control.find(store, run_id))
 
-        return await self.server.run_in_thread(call)
+        return await self.in_thread(call)
 
     # -- reads (worker threads) ----------------------------------------------------------------
     async def summaries(self, path: str | None = None, states: frozenset[str] | None = None) -> list[dict[str, Any]]:
@@ -387,20 +437,24 @@ class Runs(LanguageFeature):
         only those in `states`, if given (a script's history can be long: lenses want the live ones)."""
         found: list[dict[str, Any]] = []
         for host in await self._all_hosts():
-            found.extend(await self.server.run_in_thread(_summaries, host, path, states))
+            temporal = _temporal(host)
+            found.extend(await temporal.summaries(path, states) if temporal is not None
+                         else await self.in_thread(_summaries, host, path, states))
         return sorted(found, key=lambda s: attention_key(s["state"], s["updatedAt"]))
 
     async def latest_with_agents(self, host: Host, path: str) -> str | None:
         """The newest run of a script that started agents (what inlay hints report on)."""
-        return await self.server.run_in_thread(_latest, host, path, True)
+        return await self.in_thread(_latest, host, path, True)
 
     async def latest(self, host: Host, path: str) -> str | None:
         """The newest run of a script (a new run replaces what the previous one reported)."""
-        return await self.server.run_in_thread(_latest, host, path, False)
+        return await self.in_thread(_latest, host, path, False)
 
     async def view(self, host: Host, run_id: str, *, details: bool = False) -> dict[str, Any]:
         """A run as `run_view` shows it (agents with outputs and attempts when `details`), with its uri."""
-        view = await self.server.run_in_thread(_view, host, run_id, details)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.shown(run_id, details)
+        view = await self.in_thread(_view, host, run_id, details)
         view["uri"] = script_uri(view.get("scriptPath"))
         return view
 
@@ -408,18 +462,31 @@ class Runs(LanguageFeature):
         """What a progress notification needs, read in proportion to the change: the run's small
         fields, its agent counts, and its agents — all of them when `changed` is None, else those
         in `changed` and the running ones (whose tokens and activity move without events)."""
-        progress = await self.server.run_in_thread(_progress, host, run_id, changed)
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.progress(run_id)
+        progress = await self.in_thread(_progress, host, run_id, changed)
         progress["uri"] = script_uri(progress.get("scriptPath"))
         return progress
 
+    async def agents_of(self, host: Host, run_id: str, *, failed_only: bool) -> tuple[RunState, list[AgentView]]:
+        """A run's state and its agents — only the failed ones when `failed_only`, and then none is
+        read unless one failed (what failed-agent diagnostics need, while thousands complete)."""
+        return await self.in_thread(_agents_of, host, run_id, failed_only)
+
+    async def launched_script(self, host: Host, run_id: str) -> str:
+        """The text a run launched (its launch snapshot's script)."""
+        return await self.in_thread(lambda: _reader(host, run_id).run_script(run_id))
+
     async def uri_of(self, host: Host, run_id: str) -> str | None:
         """The document of a run's script (None for an inline or registered workflow)."""
-        record = await self.server.run_in_thread(lambda: _reader(host, run_id).get_run(run_id))
+        if (temporal := _temporal(host)) is not None:
+            return script_uri((await temporal.view(run_id)).summary.script_path)
+        record = await self.in_thread(lambda: _reader(host, run_id).get_run(run_id))
         return script_uri(record.script_path if record is not None else None)
 
     async def agent(self, host: Host, run_id: str, agent_id: str) -> dict[str, Any]:
         """One agent with its full output."""
-        return await self.server.run_in_thread(
+        return await self.in_thread(
             lambda: agent_detail_json(agent_detail(_reader(host, run_id), run_id, agent_id))
         )
 
@@ -434,6 +501,13 @@ class Runs(LanguageFeature):
                 if connection is not None:
                     with contextlib.suppress(Exception):
                         connection.close()
+
+
+def _temporal(host: Host) -> TemporalHost | None:
+    """The host as a Temporal-backed project's (`server/temporal_runs.py`), None for a run store's."""
+    from piflow.server.temporal_runs import TemporalHost
+
+    return host if isinstance(host, TemporalHost) else None
 
 
 def _live_runs(host: Host) -> list[tuple[str, str, dict[str, Any]]]:
@@ -466,7 +540,7 @@ def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> l
         record = observed_run(reader, record)
         if states is not None and record.state not in states:
             continue
-        summary = summary_json(run_summary(record, reader.agents(record.id)))
+        summary = summary_json(summary_of(reader, record))
         summary["uri"] = script_uri(record.script_path)
         summaries.append(summary)
     return summaries
@@ -487,15 +561,28 @@ def _reader(host: Host, run_id: str) -> RunStore:
     return reader
 
 
+def _record(reader: RunStore, run_id: str) -> RunRecord:
+    record = reader.get_run(run_id)
+    if record is None:
+        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    return record
+
+
 def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
     return run_json(run_view(_reader(host, run_id), run_id, details=details))
 
 
+def _agents_of(host: Host, run_id: str, failed_only: bool) -> tuple[RunState, list[AgentView]]:
+    reader = _reader(host, run_id)
+    state = observed_run(reader, _record(reader, run_id)).state
+    if failed_only and reader.agent_counts(run_id, (AgentState.FAILED,))[1] == 0:
+        return state, []
+    return state, [agent_view(a) for a in reader.agents(run_id) if not failed_only or a.state == AgentState.FAILED]
+
+
 def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
     reader = _reader(host, run_id)
-    record = reader.get_run(run_id)
-    if record is None:
-        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    record = _record(reader, run_id)
     total, settled = reader.agent_counts(run_id, AGENT_SETTLED)
     agents = reader.agents(run_id) if changed is None else reader.agents_changing(run_id, changed)
     return {

@@ -196,7 +196,11 @@ pi's session file), written with the turn's journal entry so a resumed conversat
 _V5: Final[Migration] = ("ALTER TABLE attempts ADD COLUMN setup TEXT",)
 """Each attempt's set-up: the setup hooks that ran and the model, thinking, tools and cwd it started with."""
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5)
+_V6: Final[Migration] = ("CREATE INDEX agents_by_state ON agents (run_id, state)",)
+"""A run's agents by state: a follower counts them and finds the running ones ten times a second
+while a big run executes; without it each count looked up every agent of the run (15 ms at 5,000)."""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """Migration `i` takes a store from version `i` to version `i + 1`."""
 
 _V1_TABLES: Final = frozenset({"runs", "launches", "journal", "agents", "events", "leases"})

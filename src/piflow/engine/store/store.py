@@ -571,8 +571,8 @@ class RunStore:
             for start in range(0, len(wanted), _IDS_PER_QUERY):
                 chunk = wanted[start : start + _IDS_PER_QUERY]
                 marks = ",".join("?" * len(chunk))
-                rows += connection.execute(
-                    f"{AGENTS.select} WHERE run_id = ? AND state != 'running' AND id IN ({marks})", (run_id, *chunk)
+                rows += connection.execute(  # `+run_id`: found by their ids, not among all the run's agents
+                    f"{AGENTS.select} WHERE +run_id = ? AND state != 'running' AND id IN ({marks})", (run_id, *chunk)
                 ).fetchall()
         return sorted((AGENTS.decode(row) for row in rows), key=lambda agent: agent.n)
 
