@@ -1,6 +1,6 @@
 """Process-level latency of the commands a user waits for, as the user runs them (a fresh `piflow` each time).
 
-Prints the median wall time of: `piflow check` of a one-agent script, `piflow run` of that script to
+Prints the median wall time (and CPU time) of: `piflow check` of a one-agent script, `piflow run` of that script to
 completion (scripted backend), and `piflow resume` of an interrupted run of an N-agent fan-out (its
 owner killed with SIGKILL at a checkpoint) until the run has completed again — every journaled
 agent replayed, none re-run. Each command starts a new Python process, so import time counts, as it
@@ -17,8 +17,10 @@ Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000] [--against D
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -33,13 +35,16 @@ PIFLOW = [sys.executable, "-m", "piflow"]
 ONE_AGENT = 'const answer = await agent("Say hello", { label: "hello" });\nreturn answer;\n'
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (the command's process and the workers it waited for) of one command."""
     began = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([*PIFLOW, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"piflow {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return elapsed
+    return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
@@ -68,16 +73,22 @@ def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
     return run_id
 
 
-def report(what: str, target: str, samples: dict[str, list[float]]) -> None:
-    """One line: the median (and, when comparing trees, the minimum) of each tree's samples."""
+def report(what: str, target: str, samples: dict[str, list[tuple[float, float]]]) -> None:
+    """One line: the median wall time (and, when comparing trees, the minimum) of each tree's samples,
+    and the median CPU time, which a loaded machine inflates far less than the wall time."""
+
+    def figures(values: list[tuple[float, float]], least: bool) -> str:
+        walls = [wall for wall, _ in values]
+        cpu = statistics.median(cpu for _, cpu in values)
+        low = f" (min {min(walls):.3f})" if least else ""
+        return f"{statistics.median(walls):6.3f}{low} s, cpu {cpu:.3f} s"
+
     if len(samples) == 1:
         (values,) = samples.values()
-        print(f"{what:<38} {statistics.median(values):6.3f} s (target {target})")
+        print(f"{what:<38} {figures(values, False)} (target {target})")
         return
-    figures = "  ".join(
-        f"{tree} {statistics.median(values):6.3f} (min {min(values):.3f})" for tree, values in samples.items()
-    )
-    print(f"{what:<38} {figures} s (target {target})")
+    shown = "  ".join(f"{tree} {figures(values, True)}" for tree, values in samples.items())
+    print(f"{what:<38} {shown} (target {target})")
 
 
 def main() -> int:
@@ -93,7 +104,12 @@ def main() -> int:
         env.pop("PI_CODING_AGENT_DIR", None)
         trees = {"now": env}
         if args.against is not None:
-            trees = {"baseline": {**env, "PYTHONPATH": str(args.against.resolve())}, "now": env}
+            # A copied tree's bytecode is stale, and with PYTHONDONTWRITEBYTECODE it would be
+            # recompiled at every start: compile it once, as an installed tree is.
+            compileall.compile_dir(args.against, quiet=1)
+            # Each tree its own run store: the trees' store schemas may differ.
+            baseline = {"PYTHONPATH": str(args.against.resolve()), "XDG_STATE_HOME": str(root / "state-baseline")}
+            trees = {"baseline": {**env, **baseline}, "now": env}
         project = root / "project"
         project.mkdir()
         (project / "one.workflow.js").write_text(ONE_AGENT)
@@ -102,7 +118,7 @@ def main() -> int:
             "piflow run, one agent, to completion:": (["run", "one.workflow.js", "--json"], "0.35 s"),
         }
         for what, (argv, target) in commands.items():
-            samples: dict[str, list[float]] = {tree: [] for tree in trees}
+            samples: dict[str, list[tuple[float, float]]] = {tree: [] for tree in trees}
             for _ in range(args.runs):
                 for tree, tree_env in trees.items():
                     samples[tree].append(timed(argv, project, tree_env))

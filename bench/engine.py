@@ -1,15 +1,17 @@
 """Engine throughput: a `parallel` fan-out of N agents on the scripted backend at zero latency.
 
 Prints, per N: launch validation time, end-to-end agents/s (worker, scheduler, journal and
-store included), and for 10,000 agents the replay time of a cold resume until the run has
-completed again. Run:
-`.venv/bin/python bench/engine.py [N ...]` (default 1000 10000 50000).
+store included), and for 10,000 agents (every N with `--resume`) the replay time of a cold resume
+until the run has completed again, with the CPU time it took (this process and the worker), which
+a loaded machine inflates far less than the wall time. Run:
+`.venv/bin/python bench/engine.py [N ...] [--resume]` (default 1000 10000 50000).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -56,25 +58,37 @@ async def measure(n: int, root: Path, replay: bool) -> None:
             # every journaled agent and the stored answer, and complete. The clock stops when the
             # run is observably completed (an interrupted run already shows its awaiting checkpoint).
             engine.respond(run_id, name="done", approved=True)
-            began = time.perf_counter()
+            began, cpu, workers = time.perf_counter(), time.process_time(), _children_cpu()
             await engine.resume(run_id)
             record = await engine.wait(run_id)
             elapsed = time.perf_counter() - began
+            cpu, workers = time.process_time() - cpu, _children_cpu() - workers
             assert record.state == "completed", record.state
             print(f"{n:>6} agents: replay on cold resume to completion {elapsed:6.2f} s "
-                  f"(no agent re-ran: {len(store.agents(run_id)) == n})", flush=True)
+                  f"(cpu: engine {cpu:.2f} s, worker {workers:.2f} s; "
+                  f"no agent re-ran: {len(store.agents(run_id)) == n})", flush=True)
     store.close()
 
 
-async def main(sizes: list[int]) -> None:
+def _children_cpu() -> float:
+    """CPU seconds of the worker processes this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def main(sizes: list[int], resume_all: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ["HOME"] = str(root / "home")
         os.environ["XDG_STATE_HOME"] = str(root / "state")
         os.environ["XDG_CONFIG_HOME"] = str(root / "config")
         for n in sizes:
-            await measure(n, root, replay=n == 10_000)
+            await measure(n, root, replay=resume_all or n == 10_000)
 
 
 if __name__ == "__main__":
-    anyio.run(main, [int(arg) for arg in sys.argv[1:]] or [1_000, 10_000, 50_000])
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("sizes", type=int, nargs="*", default=[1_000, 10_000, 50_000])
+    parser.add_argument("--resume", action="store_true", help="time a cold resume at every size")
+    options = parser.parse_args()
+    anyio.run(main, options.sizes, options.resume)

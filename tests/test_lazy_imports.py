@@ -74,14 +74,18 @@ def test_every_public_name_is_the_object_of_its_defining_module() -> None:
     assert out == "module 'piflow' has no attribute 'no_such_name'"
 
 
+WORKER_IMPORTS = "import piflow.engine.worker.__main__, piflow.engine.worker.runtime"
+"""What a worker process imports (the runtime once its stdin is being read)."""
+
+
 def test_the_worker_imports_neither_config_nor_the_dialects_nor_pydantic() -> None:
     heavy = ["piflow.config", "piflow.analysis.dialects", "piflow.analysis.analyze", "pydantic", "jsonschema", "anyio"]
-    assert loaded("import piflow.engine.worker.__main__", heavy) == []
+    assert loaded(WORKER_IMPORTS, heavy) == []
 
 
 def test_the_worker_loads_only_dukpys_extension_and_reads_no_package_metadata() -> None:
     heavy = ["dukpy", "dukpy.install", "urllib.request", "http.client", "importlib.metadata"]
-    assert loaded("import piflow.engine.worker.__main__", heavy) == []
+    assert loaded(WORKER_IMPORTS, heavy) == []
 
 
 def test_the_cheap_dukpy_version_check_agrees_with_the_package_metadata() -> None:

@@ -103,7 +103,7 @@ def test_a_malformed_call_is_refused_with_the_error_the_script_sees(
 
 FAKE_WORKER = r"""
 import json, sys
-sys.stdin.readline()  # the start message
+sys.stdin.readline(), sys.stdin.readline()  # the compile and start messages
 good = {"callSite": "0:5", "path": [], "occurrence": 1, "worktreeOwner": None}
 sys.stdout.write(json.dumps({"t": "call", "id": 1, "op": "agent", "prompt": "bad",
                              "identity": {**good, "path": "not a list"}}) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import stat
 import sys
 import time
@@ -13,6 +14,9 @@ import anyio
 import pytest
 from test_worker_host import Host, failure, run
 
+from piflow.engine.engine import Engine, LaunchRequest
+from piflow.engine.environment import LaunchEnvironment, load_environment
+from piflow.engine.store import RunStore
 from piflow.engine.worker.client import WorkerProcess, unresponsive_message
 from piflow.engine.worker.protocol import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Settled
 from piflow.errors import WorkflowError
@@ -243,3 +247,81 @@ async def test_ten_thousand_agent_fan_out_flows_through() -> None:
 async def test_failure_reported_alongside_new_calls_starts_no_work() -> None:
     error = await failure("phase('late'); throw new Error('stop')")
     assert error.message == "stop"
+
+
+# -- spawned early -------------------------------------------------------------------------------------
+
+
+def worker_children() -> set[int]:
+    """The pids of this process's worker children that still exist (zombies included)."""
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if parent == str(os.getpid()) and b"piflow.engine.worker" in command:
+            found.add(int(entry.name))
+    return found
+
+
+async def test_a_worker_spawned_early_runs_the_script_it_is_handed_later(tmp_path: Path) -> None:
+    program = "import sys\nsys.stdin.readline()\nprint('Traceback: boom', file=sys.stderr)\nsys.exit(3)\n"
+    early = tmp_path / "runs" / ".starting.log"
+    worker = WorkerProcess(python=fake_python(tmp_path, program), log=early)
+    await worker.spawn()
+    final = tmp_path / "runs" / "run-1" / "worker.log"
+    worker.move_log(final)
+    await worker.start(body="return 1")
+    with pytest.raises(WorkflowError) as caught:
+        await worker.serve(Host())
+    assert caught.value.message == f"Workflow child exited with code 3: Traceback: boom (worker log: {final})"
+    assert not early.exists()
+
+
+async def test_the_worker_starts_before_the_launch_is_prepared(store: RunStore, project: Path) -> None:
+    workers_while_preparing: list[int] = []
+
+    def environment(cwd: str) -> LaunchEnvironment:
+        workers_while_preparing.append(len(worker_children()))
+        return load_environment(cwd)
+
+    async with Engine(store, environment=environment) as engine:
+        run_id = await engine.launch(LaunchRequest(script='return await agent("hi")', cwd=str(project)))
+        record = await engine.wait(run_id)
+    assert (record.state, record.result) == ("completed", "[scripted] hi")
+    assert workers_while_preparing[0] == 1
+    runs = store.location.parent / "runs"
+    assert (runs / run_id / "worker.log").is_file()
+    assert not list(runs.glob(".starting-*"))
+
+
+async def test_a_failed_launch_leaves_no_worker_behind(engine: Engine, project: Path) -> None:
+    before = worker_children()
+    with pytest.raises(WorkflowError) as caught:
+        await engine.launch(LaunchRequest(script="const x = ;\nreturn x;\n", cwd=str(project)))
+    assert caught.value.code == "INVALID_SYNTAX"
+    assert worker_children() - before == set()
+    assert not list((engine.store.location.parent / "runs").glob(".starting-*"))
+
+
+async def test_a_refused_cold_resume_leaves_no_worker_behind(store: RunStore, project: Path) -> None:
+    script = 'await checkpoint({name: "ship", prompt: "Ship?", context: null});\nreturn 1;\n'
+    async with Engine(store) as engine:
+        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
+        with anyio.fail_after(60):
+            while not store.awaiting_checkpoints(run_id):
+                await anyio.sleep(0.01)
+    # The engine shut down with the run awaiting its answer: it is interrupted, resumable.
+    store.replace_snapshot(run_id, {**store.snapshot(run_id), "identityVersion": 2})
+    async with Engine(store) as engine:
+        before = worker_children()
+        with pytest.raises(WorkflowError) as caught:
+            await engine.resume(run_id)
+        assert worker_children() - before == set()
+    assert (caught.value.code, caught.value.message) == (
+        "RESUME_INCOMPATIBLE", "Workflow launch snapshot identity version is incompatible"
+    )

@@ -78,21 +78,30 @@ class CompileError:
 
 
 class JavaScriptChecker:
-    """QuickJS with acorn loaded."""
+    """QuickJS, with acorn loaded on its first use."""
 
     def __init__(self) -> None:
         import dukpy  # here, not at the top: dukpy imports its npm installer (urllib, http.client, ssl)
 
-        source = resources.files("piflow.analysis").joinpath("vendor/acorn.js").read_text(encoding="utf-8")
         self._interpreter = dukpy.JSInterpreter()
+        self._acorn_loaded = False
+
+    def _load_acorn(self) -> None:
+        """Evaluate acorn (~50 ms): only a text the native strict compile cannot vouch for needs it,
+        so a valid script's launch or check never pays for it."""
+        if self._acorn_loaded:
+            return
+        source = resources.files("piflow.analysis").joinpath("vendor/acorn.js").read_text(encoding="utf-8")
         self._interpreter.evaljs(
             "var module = undefined, exports = undefined, define = undefined;\n"
             + source
             + "\n;globalThis.__piflow_acorn = acorn; 1"
         )
+        self._acorn_loaded = True
 
     def acorn_error(self, source: str, *, module: bool = True) -> AcornError | None:
         """acorn's first error for `source` (None when it parses, or when QuickJS ran out of stack)."""
+        self._load_acorn()
         result: Any = self._interpreter.evaljs(_ACORN_PARSE, source=source, sourceType="module" if module else "script")
         if result is None or str(result["message"]).startswith(_STACK_LIMIT_MESSAGE):
             return None

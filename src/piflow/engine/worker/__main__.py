@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from piflow.engine.worker.protocol import (
     CALL_PREFIX,
@@ -34,8 +34,10 @@ from piflow.engine.worker.protocol import (
     encode,
     error_json,
 )
-from piflow.engine.worker.runtime import ScriptRuntime
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.worker.runtime import ScriptRuntime
 
 _END: Final = b""
 
@@ -62,11 +64,11 @@ class _Channel:
 
     def read_forever(self) -> None:
         """Queue each line; an oversized line or the end of input ends the stream (`_END`)."""
-        first = True
+        uncapped = 2
         while True:
-            # The start message carries the body, args and variables: only later messages are capped.
-            line = self._stdin.readline() if first else self._stdin.readline(RPC_LIMIT_BYTES + 1)
-            first = False
+            # The compile and start messages carry the body, args and variables: only later ones are capped.
+            line = self._stdin.readline() if uncapped else self._stdin.readline(RPC_LIMIT_BYTES + 1)
+            uncapped = max(0, uncapped - 1)
             if len(line) > RPC_LIMIT_BYTES and not line.endswith(b"\n"):
                 self._lines.put(b"\x00")
                 return
@@ -140,15 +142,25 @@ def _settle_results(messages: list[dict[str, Any]]) -> list[Any]:
 
 def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
     """Execute the script up to and including its `done` message."""
-    start = channel.receive()
-    if start.get("t") != "start" or not isinstance(start.get("body"), str):
-        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    # Imported once stdin is being read (a host sending the body early does not wait for these
+    # imports); made before the script arrives, so an early-spawned worker has its context ready.
+    from piflow.engine.worker.runtime import ScriptRuntime
+
     runtime = ScriptRuntime(heap_limit)
     heartbeat.runtime = runtime
-    dialect = start.get("dialect") if isinstance(start.get("dialect"), str) else None
-    runtime.compile(start["body"], dialect)
+    # The body comes first, alone: the worker compiles it while the host still validates the run.
+    script = channel.receive()
+    if script.get("t") != "compile" or not isinstance(script.get("body"), str):
+        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    dialect = script.get("dialect") if isinstance(script.get("dialect"), str) else None
+    runtime.compile(script["body"], dialect)
+    start = channel.receive()
+    if start.get("t") != "start":
+        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    workflow = start.get("workflow") if isinstance(start.get("workflow"), dict) else None
     lines = runtime.launch(
-        start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}), dialect
+        start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}), dialect,
+        workflow,
     )
     outstanding: set[int] = set()
     while True:

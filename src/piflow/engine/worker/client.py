@@ -1,5 +1,10 @@
 """The host's end of a worker: spawn it, receive its primitive calls, settle them, collect the result.
 
+The host sends `{"t":"compile","body":B,"dialect"?:D}` (as soon as the body is known: the worker
+compiles it while the host validates), then `{"t":"start","args":A,"functions":[...],"variables":{...},
+"workflow"?:W}` (W: a pi-subagents run's pragma fields)
+and later `{"t":"settle","results":[...]}` lines.
+
 Messages the worker sends (one JSON object per line, ids increasing in script call order):
 
 * `{"t":"hb"}` every second;
@@ -78,8 +83,9 @@ Answer = Callable[[WorkerCall], Any]
 class WorkerProcess:
     """One script execution in a child process.
 
-    Usage: `start(...)`, then iterate `calls()` to its end while answering with `settle(...)` (from any
-    task), then `wait_done()`; `kill()` cancels at any point and is safe to call again afterwards.
+    Usage: `start(...)` (after an early `spawn()`/`compile()` when the host has work to overlap), then
+    iterate `calls()` to its end while answering with `settle(...)` (from any task), then
+    `wait_done()`; `kill()` cancels at any point and is safe to call again afterwards.
     The reading happens inside `calls()`, so the heartbeat watch runs while it is being iterated.
     """
 
@@ -105,34 +111,15 @@ class WorkerProcess:
         self._finished = anyio.Event()
         self._refused: list[Settled] = []
         """Answers to calls refused at the boundary, sent before the batch they came with is handed out."""
+        self._body: str | None = None
+        """The script body handed to the worker (`compile`)."""
+        self._started = False
 
-    async def start(
-        self,
-        *,
-        body: str,
-        args: Any = None,
-        functions: Sequence[str] = (),
-        variables: Mapping[str, Any] | None = None,
-        dialect: str | None = None,
-    ) -> None:
-        """Spawn the worker and hand it the script; args must be JSON of at most 10 MiB (spec A.1).
-
-        `dialect` "pi-subagents" runs the body as that dialect's script (`runtime.SUBAGENTS_DIALECT`).
-        """
+    async def spawn(self) -> None:
+        """Start the worker process now, so its interpreter and imports overlap the host's launch work
+        (validation, snapshot, store writes); `compile` and `start` hand it the script later."""
         if self._process is not None:
-            raise RuntimeError("WorkerProcess.start() called twice")
-        start = {"t": "start", "body": body, "args": args, "functions": list(functions)}
-        start["variables"] = dict(variables or {})
-        if dialect is not None:
-            start["dialect"] = dialect
-        try:
-            args_size = len(encode(args)) - 1
-            encoded_start = encode(start)
-        except (TypeError, ValueError):
-            raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
-        if args_size > RPC_LIMIT_BYTES:
-            raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
-        environment = worker_environment(os.environ)
+            raise RuntimeError("WorkerProcess.spawn() called twice")
         stderr: Any = None
         if self._log is not None:
             self._log.parent.mkdir(parents=True, exist_ok=True)
@@ -146,12 +133,74 @@ class WorkerProcess:
                 stdin=PIPE,
                 stdout=PIPE,
                 stderr=stderr,
-                env=environment,
+                env=worker_environment(os.environ),
                 start_new_session=True,
             )
         finally:
             if stderr is not None:
                 stderr.close()  # the worker has its own copy
+
+    @property
+    def log(self) -> Path | None:
+        return self._log
+
+    def move_log(self, log: Path) -> None:
+        """Give a spawned worker's log its final name (a worker spawned before its run had an id)."""
+        if self._log is not None and self._log != log:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with suppress(FileNotFoundError):
+                os.replace(self._log, log)
+        self._log = log
+
+    async def compile(self, body: str, dialect: str | None = None) -> None:
+        """Hand the worker the script body now (spawning it first unless `spawn()` did), so it
+        instruments and compiles it while the host still validates the run; `start` runs it.
+
+        `dialect` "pi-subagents" runs the body as that dialect's script (`runtime.SUBAGENTS_DIALECT`).
+        """
+        if self._body is not None:
+            raise RuntimeError("WorkerProcess.compile() called twice")
+        message = {"t": "compile", "body": body}
+        if dialect is not None:
+            message["dialect"] = dialect
+        try:
+            encoded = encode(message)
+        except (TypeError, ValueError):
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
+        self._body = body
+        if self._process is None:
+            await self.spawn()
+        await self._send(encoded)
+
+    async def start(
+        self,
+        *,
+        body: str,
+        args: Any = None,
+        functions: Sequence[str] = (),
+        variables: Mapping[str, Any] | None = None,
+        dialect: str | None = None,
+        workflow: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Run `body` (compiled first unless `compile` already has it); args must be JSON of at most
+        10 MiB (spec A.1). `workflow` is a pi-subagents run's pragma fields (its child `defaults`)."""
+        if self._started:
+            raise RuntimeError("WorkerProcess.start() called twice")
+        start = {"t": "start", "args": args, "functions": list(functions), "variables": dict(variables or {})}
+        if workflow:
+            start["workflow"] = dict(workflow)
+        try:
+            args_size = len(encode(args)) - 1
+            encoded_start = encode(start)
+        except (TypeError, ValueError):
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
+        if args_size > RPC_LIMIT_BYTES:
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
+        if self._body is None:
+            await self.compile(body, dialect)
+        elif self._body != body:
+            raise RuntimeError("WorkerProcess.start() got another body than the one compiled")
+        self._started = True
         await self._send(encoded_start)
 
     async def calls(self) -> AsyncIterator[WorkerCall]:

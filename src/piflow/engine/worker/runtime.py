@@ -95,11 +95,13 @@ class ScriptRuntime:
             self._request = None
 
     def launch(
-        self, args: Any, functions: list[str], variables: dict[str, Any], dialect: str | None = None
+        self, args: Any, functions: list[str], variables: dict[str, Any], dialect: str | None = None,
+        workflow: dict[str, Any] | None = None,
     ) -> list[str]:
-        """Install args, extension functions and variables (or the dialect's globals), then start the body."""
+        """Install args, extension functions and variables (or the dialect's globals, with a
+        pi-subagents run's pragma fields `workflow`), then start the body."""
         return self._step({"op": "launch", "args": args, "functions": functions, "variables": variables,
-                           "dialect": dialect})
+                           "dialect": dialect, "workflow": workflow or {}})
 
     def settle(self, results: list[Any]) -> list[str]:
         """Resolve finished host calls, in the given order, in one evaluation."""
