@@ -15,9 +15,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from piflow.config import DEFAULT_ROOT_TOOLS, PiflowConfig, load_config
+from piflow.config import PiflowConfig, load_config, root_tools
 from piflow.config.paths import user_config_path
+from piflow.config.pi_tools import PI_BUILTIN_TOOLS, PiToolList
 from piflow.engine.environment import project_root, store_path
+from piflow.errors import WorkflowError
 
 Level = Literal["ok", "info", "warning", "error"]
 MARKS: Final[dict[str, str]] = {"ok": "✓", "info": "·", "warning": "!", "error": "✗"}
@@ -101,8 +103,33 @@ def diagnose(cwd: str) -> dict[str, Any]:
     else:
         checks.append(_check("ok", f"default backend: {project.backend}"))
     checks.append(_file("run store", store_path(cwd), "the first run creates it"))
-    checks.append(_check("ok", f"root tools: {', '.join(DEFAULT_ROOT_TOOLS)}"))
+    pi_tools = _pi_tools(config, checks) if pi_command else None
+    if not pi_command:
+        checks.append(_check("info", f"pi tools: pi is not installed — checks on the pi backend assume its "
+                                     f"built-ins ({', '.join(PI_BUILTIN_TOOLS)})"))
+    tools = root_tools(project.backend, pi_tools=None if pi_tools is None else pi_tools.names)
+    checks.append(_check("ok", f"root tools on {project.backend}: {', '.join(sorted(tools))}"))
     return {"checks": checks, "models": models, "backends": backends, "agents": agents}
+
+
+def _pi_tools(config: PiflowConfig, checks: list[dict[str, Any]]) -> PiToolList | None:
+    """Ask pi which tools it offers here (probed when the cache is stale) and say where each comes from."""
+    import anyio
+
+    from piflow.engine.backends.pi import current_pi_tools
+
+    try:
+        tools = anyio.run(current_pi_tools, config.agent_dir, config.project_root, config.resource_policy)
+    except WorkflowError as error:
+        checks.append(_check("warning", f"pi tools: {error.message} — checks on the pi backend assume its "
+                                        f"built-ins ({', '.join(PI_BUILTIN_TOOLS)})"))
+        return None
+    builtin = [tool.name for tool in tools.tools if tool.source == "builtin"]
+    checks.append(_check("ok", f"pi tools: built-in {', '.join(builtin) or 'none'}"))
+    for tool in tools.tools:
+        if tool.source != "builtin":
+            checks.append(_check("ok", f"pi tool {tool.name}: extension {tool.path} ({tool.source})"))
+    return tools
 
 
 def _agents(config: PiflowConfig, checks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -92,7 +92,7 @@ def test_a_conversation_whose_state_is_gone_fails_with_a_warning_instead_of_star
         warnings = [e.payload["message"] for e in store.events(run_id) if e.type == events.RUN_WARNING]
     assert record is not None and record.state == "failed"
     assert record.error is not None and record.error["code"] == "RESUME_INCOMPATIBLE"
-    assert "Conversation turn does not continue its persisted head" in record.error["message"]
+    assert record.error["message"] == "Completed conversation turn has no persisted head"  # spec G.3
     assert warnings == ["Conversation chat: the state of turn 1 is missing from the run store, so turn 2 "
                         "cannot continue it"]
     assert len(server.requests) == 2, "nothing was sent: the conversation did not silently start over"

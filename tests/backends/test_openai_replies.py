@@ -287,34 +287,15 @@ async def test_a_failed_conversation_turn_leaves_the_history_at_the_previous_tur
     assert roles == ["system", "user", "assistant", "user"]
 
 
-async def test_a_later_turn_whose_state_is_gone_fails_instead_of_starting_over(
-    server: ChatServer, backend: OpenAIBackend
-) -> None:
-    with pytest.raises(WorkflowError) as caught:
-        await backend.run_attempt(attempt_request("two", conversation="chat", turn=2), BudgetControl())
-
-    assert caught.value.code == "RESUME_INCOMPATIBLE"
-    assert caught.value.message.startswith("Conversation turn does not continue its persisted head")
-    assert server.requests == []
-
-
-@pytest.mark.parametrize(
-    ("model", "system_append", "message"),
-    [
-        ("local/plain", None, "Conversation model changed"),
-        ("local/m1", "You are someone else.", "Conversation system prompt changed"),
-    ],
-)
-async def test_a_conversation_keeps_its_model_and_system_prompt(
-    server: ChatServer, backend: OpenAIBackend, model: str, system_append: str | None, message: str
-) -> None:
+async def test_a_conversation_keeps_its_system_prompt(server: ChatServer, backend: OpenAIBackend) -> None:
+    """The engine checks model, policy and head (test_conversation_identity.py); the prompt is the backend's."""
     server.script(Stream(text_stream("a")))
     first = BudgetControl()
     await backend.run_attempt(attempt_request("one", conversation="c"), first)
 
-    changed = attempt_request("two", conversation="c", turn=2, model=model, system_append=system_append)
+    changed = attempt_request("two", conversation="c", turn=2, system_append="You are someone else.")
     with pytest.raises(WorkflowError) as caught:
         await backend.run_attempt(changed, BudgetControl(head=first.saved))
 
-    assert (caught.value.code, caught.value.message) == ("RESUME_INCOMPATIBLE", message)
+    assert (caught.value.code, caught.value.message) == ("RESUME_INCOMPATIBLE", "Conversation system prompt changed")
     assert len(server.requests) == 1

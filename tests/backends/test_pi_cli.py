@@ -296,14 +296,7 @@ async def test_a_conversation_continues_the_last_successful_turns_session(
     paths = [control.transcripts[0][0] for control in controls]
     assert len(set(paths)) == 3
     assert read_transcript(paths[2])[0]["parentSession"] == paths[0]
-    with pytest.raises(WorkflowError) as caught:
-        changed = request_in(workdir, conversation="c1", turn=2, model="local/other")
-        await pi.run_attempt(changed, BudgetControl(head=head))
-    assert (caught.value.code, caught.value.message) == ("RESUME_INCOMPATIBLE", "Conversation model changed")
-    with pytest.raises(WorkflowError) as caught:
-        await pi.run_attempt(request_in(workdir, conversation="c1", turn=3), BudgetControl())
-    assert caught.value.code == "RESUME_INCOMPATIBLE"
-    assert caught.value.message.startswith("Conversation turn does not continue its persisted head")
+    # A changed model or a missing head is the engine's to refuse (tests/backends/test_conversation_identity.py).
 
 
 def _processes_mentioning(marker: str) -> list[int]:

@@ -90,9 +90,11 @@ class Capabilities:
         "cannot verify" instead of errors.
         """
         models = model_availability(config.registry, config.project, backend)
+        backend = backend or config.project.backend
+        pi_tools = config.pi_tools.names if backend == "pi" and config.pi_tools is not None else None
         return cls.create(
             models=models.available,
-            tools=root_tools(backend or config.project.backend, extension_tools) if tools is None else tools,
+            tools=root_tools(backend, extension_tools, pi_tools) if tools is None else tools,
             agent_types=config.roles.names,
             model_aliases=config.model_aliases,
             known_models=models.known,

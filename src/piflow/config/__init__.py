@@ -32,6 +32,7 @@ from piflow.config.paths import (
     project_settings_path,
     user_config_path,
 )
+from piflow.config.pi_tools import PiToolList, cached_pi_tools
 from piflow.config.project import ProjectConfig, load_project_config
 from piflow.config.registry import ModelRegistry, load_model_registry
 from piflow.config.resources import ResourcePolicy, merge_resource_policies
@@ -106,6 +107,12 @@ class PiflowConfig:
         """pi-subagents agents (builtin, user, and the project's when trusted), read on first use:
         only the second dialect needs them. Bad files are `problems`, never errors."""
         return load_agent_catalog(self.project_root, agent_dir=self.agent_dir, trusted=self.trusted)
+
+    @cached_property
+    def pi_tools(self) -> PiToolList | None:
+        """The tools pi offers this project as last probed, None when unknown or stale (read on first
+        use: only runs and checks on the pi backend need them)."""
+        return cached_pi_tools(self.agent_dir, self.project_root)
 
     @property
     def resource_policy(self) -> ResourcePolicy:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from piflow.config.pi_tools import PI_BUILTIN_TOOLS
 from piflow.config.project import BackendName, ProjectConfig
 from piflow.config.registry import ModelRegistry
 
@@ -22,7 +23,7 @@ __all__ = [
 
 CHILD_AGENT_TOOL: Final = "agent"
 """The tool that lets an agent start child agents (spec J.5); only agents that name it get it."""
-DEFAULT_ROOT_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls", CHILD_AGENT_TOOL)
+DEFAULT_ROOT_TOOLS: Final = (*PI_BUILTIN_TOOLS, CHILD_AGENT_TOOL)
 """pi's built-in tools plus `agent`: the root tools of every backend."""
 EXTENSION_TOOL_BACKENDS: Final[frozenset[BackendName]] = frozenset({"scripted", "openai"})
 """Backends that offer the tools piflow extensions register: openai runs them in its tool runtime
@@ -75,12 +76,18 @@ def model_availability(
     return ModelAvailability(registry.configured, known, frozenset(available), launch_model, missing)
 
 
-def root_tools(backend: str, extension_tools: Iterable[str] = ()) -> frozenset[str]:
+def root_tools(
+    backend: str, extension_tools: Iterable[str] = (), pi_tools: Iterable[str] | None = None
+) -> frozenset[str]:
     """The tools a script's agents may name on runs whose default backend is `backend`.
 
     `extension_tools` are the names installed piflow extensions register (`tools`); only backends
     that can run them offer them, so a script naming one elsewhere fails with UNKNOWN_TOOL before it
-    runs instead of an agent silently lacking it.
+    runs instead of an agent silently lacking it. `pi_tools` are the tools pi offers this project
+    (`config/pi_tools.py`: built-ins and pi extension tools, as last probed); on pi they replace
+    the built-ins, which stand in while pi has not been asked.
     """
+    if backend == "pi" and pi_tools is not None:
+        return frozenset(pi_tools) | {CHILD_AGENT_TOOL}
     extra = frozenset(extension_tools) if backend in EXTENSION_TOOL_BACKENDS else frozenset()
     return frozenset(DEFAULT_ROOT_TOOLS) | extra

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,16 @@ def schema_accepts(schema: dict[str, Any], value: Any) -> bool:
     return bool(cls(schema).is_valid(value))
 
 
+def check_tool_budget(options: dict[str, Any], calls: int, name: str) -> None:
+    """AGENT_FAILED when the `calls`-th tool call (to `name`) passes the agent's `toolBudget.hard`."""
+    budget = options.get("toolBudget")
+    hard = budget.get("hard") if isinstance(budget, dict) else None
+    if isinstance(hard, int) and not isinstance(hard, bool) and calls > hard:
+        raise WorkflowError(
+            "AGENT_FAILED", f"Tool budget hard limit reached after {hard} tool calls (hard {hard}). The child was "
+            f"stopped before calling {name}; raise toolBudget.hard or narrow the task.")
+
+
 def audited_setup(summary: AttemptSetup, system_prompt: str | None, resources: ResourcePolicy) -> AttemptSetup:
     """The attempt's set-up with what it ran under: the effective system prompt the backend reported
     (with its SHA-256) and the resource policy, when there is one."""
@@ -74,6 +85,35 @@ def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any
     return payload
 
 
+_IDENTITY_CHECKS: tuple[tuple[str, str], ...] = (
+    ("model", "Conversation model changed"),
+    ("policy", "Conversation execution policy changed"),
+    ("tools", "Conversation tool definitions changed"),
+)
+"""What a conversation's turns must share, in the order they are checked, with spec J.6's messages."""
+_PER_TURN_OPTIONS = frozenset({"timeoutMs", "retries"})
+"""Options a conversation turn may set for itself (spec A.5); the others are fixed for all turns."""
+
+
+def conversation_identity(
+    request: AttemptRequest, worktree_owner: str | None, definitions: Mapping[str, Any]
+) -> dict[str, str]:
+    """The identity a conversation's head keeps (spec J.6): the model, a fingerprint of the execution
+    policy (tools, cwd, role, worktree owner, parent, system-prompt append, fixed options, resource
+    policy) and a hash of the tool definitions (`definitions`: those of extension tools; built-ins
+    are fixed by piflow's version). The system prompt itself is the backend's to compare: only it
+    knows the prompt it sends."""
+    options = {key: value for key, value in request.options.items() if key not in _PER_TURN_OPTIONS}
+    policy = [list(request.tools), request.cwd, request.role, worktree_owner, request.parent_id,
+              request.system_append, options, list(request.resources.skills), list(request.resources.extensions)]
+    tools = {name: definitions.get(name) for name in request.tools}
+    return {"model": request.model.name, "policy": _digest(policy), "tools": _digest(tools)}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
 class _Control:
     """The AttemptControl one attempt gets: budget gates, accounting, activity."""
 
@@ -85,6 +125,9 @@ class _Control:
         self.transcript_path: str | None = None
         self.session_id: str | None = None
         self.conversation_head: dict[str, Any] | None = None
+        """What the backend saved after this turn (`save_conversation_state`)."""
+        self.previous_state: dict[str, Any] | None = None
+        """What the backend saved after the previous turn, once `continue_conversation` checked it."""
         self.tool_calls = 0
         self.effective_system_prompt: str | None = None
 
@@ -115,12 +158,7 @@ class _Control:
 
     def tool_call(self, name: str) -> None:
         self.tool_calls += 1
-        budget = self._spec.options.get("toolBudget")
-        hard = budget.get("hard") if isinstance(budget, dict) else None
-        if isinstance(hard, int) and not isinstance(hard, bool) and self.tool_calls > hard:
-            raise WorkflowError(
-                "AGENT_FAILED", f"Tool budget hard limit reached after {hard} tool calls (hard {hard}). The child was "
-                f"stopped before calling {name}; raise toolBudget.hard or narrow the task.")
+        check_tool_budget(self._spec.options, self.tool_calls, name)
 
     def validate_result(self, value: Any) -> bool:
         return self._spec.output_schema is None or schema_accepts(self._spec.output_schema, value)
@@ -129,16 +167,34 @@ class _Control:
         self.transcript_path = path
         self.session_id = session_id
 
-    def conversation_state(self) -> dict[str, Any] | None:
+    def continue_conversation(self, identity: dict[str, str]) -> None:
+        """Check that this turn continues the conversation's persisted head (spec G.3, J.6): the
+        next turn, with the same model and execution policy; else RESUME_INCOMPATIBLE, never a
+        silent fresh start. A pi-subagents child only reopens its session: its resumes follow that
+        dialect's rules, not J.6."""
         runner = self._runner
-        if runner.conversation is None:
-            return None
+        assert runner.conversation is not None
         head = runner.run.store.conversation_head(runner.run.id, runner.conversation)
-        if head is None and runner.turn > 1:
+        turns = runner.kind is OperationKind.TURN
+        if turns and head is None and runner.turn > 1:
             message = (f"Conversation {conversation_name(runner.conversation)}: the state of turn "
                        f"{runner.turn - 1} is missing from the run store, so turn {runner.turn} cannot continue it")
             runner.run.emit(events.RUN_WARNING, {"message": message})
-        return None if head is None else head[1]
+        if turns and (head[0] + 1 if head is not None else 1) != runner.turn:
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation turn does not continue its persisted head")
+        if head is None:
+            return
+        saved, state = head[1].get("identity"), head[1].get("state")
+        if not isinstance(saved, dict) or not (state is None or isinstance(state, dict)):
+            message = "Cannot reopen conversation transcript: its saved state is damaged"
+            raise WorkflowError("RESUME_INCOMPATIBLE", message)
+        for key, message in _IDENTITY_CHECKS if turns else ():
+            if saved.get(key) != identity[key]:
+                raise WorkflowError("RESUME_INCOMPATIBLE", message)
+        self.previous_state = state
+
+    def conversation_state(self) -> dict[str, Any] | None:
+        return self.previous_state
 
     def save_conversation_state(self, state: dict[str, Any]) -> None:
         self.conversation_head = state
@@ -443,10 +499,16 @@ class AgentRunner:
             parent_id=self.record.parent_id,
             resources=spec.resources,
         )
+        identity: dict[str, str] = {}
+        if self.conversation is not None:
+            definitions = {name: tool.definition() for name, tool in run.extensions.agent_tools().items()}
+            identity = conversation_identity(request, owner, definitions)
         started = time.time()
         error: WorkflowError | None = None
         value: Any = None
         try:
+            if self.conversation is not None:
+                control.continue_conversation(identity)
             if spec.timeout_ms is not None:
                 with anyio.fail_after(spec.timeout_ms / 1000):
                     value = await self._run_backend(request, control)
@@ -485,8 +547,9 @@ class AgentRunner:
             raise error
         if spec.output_schema is not None and not schema_accepts(spec.output_schema, value):
             raise WorkflowError("RESULT_INVALID", "Agent did not submit a valid workflow_result after one repair")
-        head, conversation = control.conversation_head, self.conversation
-        if head is not None and conversation is not None:
+        conversation = self.conversation
+        if conversation is not None:  # every backend's turns keep a head: a replayed turn needs it (G.3)
+            head = {"identity": identity, "state": control.conversation_head}
             self._stage(lambda: run.store.put_conversation_head(run.id, conversation, self.turn, head))
         self._stage(lambda: run.operations.record(self.kind, self.journal_path, value))
         self._update(state=AgentState.COMPLETED, activity=None, **self._accounting_fields())

@@ -11,7 +11,7 @@ import anyio
 
 from piflow.engine import events
 from piflow.engine.agents import AgentRunner
-from piflow.engine.journal import OperationKind, agent_path, conversation_id, turn_path
+from piflow.engine.journal import OperationKind, agent_path, conversation_id, conversation_name, turn_path
 from piflow.engine.resolution import resolve_agent
 from piflow.engine.worker.protocol import (
     AgentCall,
@@ -195,6 +195,13 @@ class CallServer:
         run = self.run
         recorded = run.operations.check(kind, path)
         if recorded is not None:
+            if conversation is not None:  # a later turn continues from this one's head (spec G.3)
+                head = run.store.conversation_head(run.id, conversation)
+                if head is None or head[0] < turn:
+                    message = (f"Conversation {conversation_name(conversation)}: the state of turn {turn} is "
+                               f"missing from the run store, so turn {turn + 1} cannot continue it")
+                    run.emit(events.RUN_WARNING, {"message": message})
+                    raise WorkflowError("RESUME_INCOMPATIBLE", "Completed conversation turn has no persisted head")
             return recorded.value
         spec = resolve_agent(options, run.resolution, "conversation" if kind is OperationKind.TURN else "agent")
         await run.lifecycle.enter()

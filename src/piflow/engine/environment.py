@@ -44,6 +44,8 @@ class LaunchEnvironment:
     """`disabledAgentResources` of the settings (global ∪ trusted project)."""
     extension_tools: frozenset[str] = frozenset()
     """Tool names installed extensions register; `root_tools` includes them where the backend runs them."""
+    pi_tools: frozenset[str] | None = None
+    """The tools pi offers this project (`config/pi_tools.py`), None when not known yet."""
 
     @property
     def provider_backends(self) -> dict[str, str]:
@@ -66,13 +68,17 @@ class LaunchEnvironment:
         if backend == self.backend:
             return self
         return replace(self, backend=backend, models=model_availability(self.registry, self.project, backend),
-                       root_tools=root_tools(backend, self.extension_tools))
+                       root_tools=root_tools(backend, self.extension_tools, self.pi_tools))
 
     def with_extension_tools(self, names: frozenset[str]) -> LaunchEnvironment:
         """This environment with the tools installed extensions register."""
         if not names:
             return self
-        return replace(self, extension_tools=names, root_tools=root_tools(self.backend, names))
+        return replace(self, extension_tools=names, root_tools=root_tools(self.backend, names, self.pi_tools))
+
+    def with_pi_tools(self, names: frozenset[str]) -> LaunchEnvironment:
+        """This environment with the tools pi was found to offer (a launch on pi probes when the cache is stale)."""
+        return replace(self, pi_tools=names, root_tools=root_tools(self.backend, self.extension_tools, names))
 
     def launch_context(self) -> LaunchContext:
         return LaunchContext(
@@ -90,13 +96,15 @@ class LaunchEnvironment:
 
 
 def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
+    pi_tools = config.pi_tools.names if config.project.backend == "pi" and config.pi_tools is not None else None
     return LaunchEnvironment(
         cwd=str(config.project_root),
         concurrency=config.settings.concurrency,
         model_aliases=config.model_aliases,
         settings_path=str(config.settings_path),
         project_trusted=config.trusted,
-        root_tools=root_tools(config.project.backend),
+        root_tools=root_tools(config.project.backend, pi_tools=pi_tools),
+        pi_tools=pi_tools,
         backend=config.project.backend,
         fixtures=str(config.project.fixtures) if config.project.fixtures else None,
         agent_dir=config.agent_dir,

@@ -141,6 +141,8 @@ class Project:
             global_roles_dir(agent),
             self.root / ".pi" / WORKFLOWS_DIR_NAME / "settings.json",
             self.root / ".pi" / WORKFLOWS_DIR_NAME / "roles",
+            agent / "extensions",  # pi extension tools (see config/pi_tools.py)
+            self.root / ".pi" / "extensions",
         ]
         return files
 
@@ -180,6 +182,9 @@ class Projects(LanguageFeature):
         super().__init__(server)
         self._projects: dict[Path, asyncio.Future[Project]] = {}
         self._poll = _Poll()
+        self._pi_probes: dict[Path, asyncio.Task[None]] = {}
+        """Roots whose pi tools were probed since the last configuration change (a failing probe is
+        retried only after one)."""
 
     def register(self) -> None:
         self.server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(handler(self._watched_files_changed))
@@ -207,7 +212,27 @@ class Projects(LanguageFeature):
         if future.cancelled() or future.exception() is not None:
             self._projects.pop(root, None)  # try again next time
             return
-        self._poll.files.update(future.result().watched_files)
+        project = future.result()
+        self._poll.files.update(project.watched_files)
+        config = project.config
+        if config is not None and config.project.backend == "pi" and root not in self._pi_probes and (
+            config.pi_tools is None or not config.pi_tools.current
+        ):
+            self._pi_probes[root] = asyncio.ensure_future(self._probe_pi_tools(config))
+
+    async def _probe_pi_tools(self, config: PiflowConfig) -> None:
+        """Off the typing path: ask pi which tools it offers (the cache was stale), then check again."""
+        from piflow.engine.backends.pi import current_pi_tools
+
+        try:
+            tools = await current_pi_tools(config.agent_dir, config.project_root, config.resource_policy, refresh=True)
+        except WorkflowError as error:
+            log.info("cannot ask pi for its tools: %s", error.message)
+            return
+        if config.pi_tools is None or tools.names != config.pi_tools.names:
+            probes = dict(self._pi_probes)
+            self.invalidate("pi's tools probed")
+            self._pi_probes.update(probes)
 
     # -- invalidation ---------------------------------------------------------------------------
     def invalidate(self, reason: str) -> None:
@@ -216,6 +241,7 @@ class Projects(LanguageFeature):
 
         log.info("configuration changed (%s): checking open documents again", reason)
         self._projects.clear()
+        self._pi_probes.clear()
         documents = self.server.get_feature(DocumentTable)
         for document in documents:
             documents.recheck(document)

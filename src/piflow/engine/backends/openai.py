@@ -39,8 +39,9 @@ How an attempt maps onto chat completions:
   head in the run store (`control.save_conversation_state`, committed with the turn's journaled
   result), and the next turn continues from it — in this process or after a crash, a kill -9 or
   a cold resume. A retried or rate-limited attempt starts again from the previous turn's head.
-  A turn with another model or system prompt than the conversation's is RESUME_INCOMPATIBLE
-  (spec J.6), and so is a later turn whose head is gone (never a silent fresh start).
+  A turn whose system prompt differs from the conversation's is RESUME_INCOMPATIBLE (spec J.6);
+  the engine checks the rest of the turn's identity (model, execution policy, tool definitions)
+  and that a head exists (`AgentRunner`, never a silent fresh start).
 - Transcripts: with `transcripts_dir`, each attempt's messages (history included) are written
   as JSONL to `<dir>/<run id>/<agent id>.attempt-<n>.jsonl` as they happen, and reported
   through `control.transcript`.
@@ -188,20 +189,13 @@ class OpenAIBackend:
         return value
 
     def _session(self, request: AttemptRequest, model: RegistryModel, control: AttemptControl) -> _Session:
-        """A fresh session, or the conversation's, which must keep its model and system prompt (J.6)."""
+        """A fresh session, or the conversation's, which must keep its system prompt (J.6; the engine
+        checked that this turn continues the head with the same model and execution policy)."""
         system = SYSTEM_PROMPT if not request.system_append else f"{SYSTEM_PROMPT}\n\n{request.system_append}"
         state = control.conversation_state() if request.conversation else None
-        if state is None and request.conversation and request.turn > 1:
-            raise WorkflowError(
-                "RESUME_INCOMPATIBLE",
-                f"Conversation turn does not continue its persisted head: the state of turn {request.turn - 1} "
-                "is not in the run store, and starting the conversation over would lose what it said",
-            )
         if state is None:
             return _Session(uuid.uuid4().hex, model.ref, system, ({"role": "system", "content": system},))
         session = _Session.from_json(state)
-        if session.model != model.ref:
-            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
         if session.system != system:
             raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation system prompt changed")
         return session

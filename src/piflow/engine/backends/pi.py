@@ -41,11 +41,11 @@ How an attempt maps onto pi (0.80.x, see docs/backends.md):
   AGENT_FAILED with pi's error message. pi exiting early is AGENT_FAILED with its stderr.
 - Conversations (spec J.6): a turn forks (`--fork`) the session file of the conversation's
   last successful turn, so a failed or rate-limited attempt leaves no trace in the next one.
-  A turn with another model, system prompt, tools or cwd is RESUME_INCOMPATIBLE. The head
-  (the session file and what the turn ran with) is saved in the run store with the turn's
-  journaled result, so a turn after a crash, a kill -9 or a cold resume forks the same
-  session; a later turn whose head or session file is gone is RESUME_INCOMPATIBLE, never a
-  silent fresh start.
+  The head (the session file) is saved in the run store with the turn's journaled result, so
+  a turn after a crash, a kill -9 or a cold resume forks the same session; the engine checks
+  that a turn continues its head with the same model and execution policy (which covers the
+  role's system-prompt append, tools and cwd), and a session file that is gone is
+  RESUME_INCOMPATIBLE, never a silent fresh start.
 - Transcripts: pi's own session file (`get_state` → `sessionFile`, `sessionId`).
 - Ending: after a settled session, stdin is closed so pi shuts down; otherwise (errors,
   budget stops, cancellation, timeouts) the whole process group is killed at once. Both paths
@@ -63,8 +63,6 @@ import itertools
 import json
 import os
 import re
-import shlex
-import shutil
 import signal
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -78,27 +76,34 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from piflow.config import CHILD_AGENT_TOOL
+from piflow.config import CHILD_AGENT_TOOL, ResourcePolicy
+from piflow.config.pi_tools import (
+    INSTALL_HINT,
+    PI_PACKAGE,
+    PiCommand,
+    PiTool,
+    PiToolList,
+    cached_pi_tools,
+    find_pi,
+    pi_tools_fingerprint,
+    save_pi_tools,
+)
 from piflow.engine.backends.base import AttemptControl, AttemptRequest, ProviderRateLimited, Usage
 from piflow.engine.backends.openai import RESULT_TOOL, RESULT_TOOL_DESCRIPTION
 from piflow.engine.backends.pi_bridge import DIALOG_PREFIX, write_bridge
 from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
 from piflow.errors import WorkflowError
 
-__all__ = ["PI_PACKAGE", "PiBackend", "PiCommand", "find_pi"]
+__all__ = ["PI_PACKAGE", "PiBackend", "PiCommand", "current_pi_tools", "find_pi", "probe_pi_tools"]
 
-PI_PACKAGE: Final = "@earendil-works/pi-coding-agent"
-COMMAND_VARIABLE: Final = "PIFLOW_PI_COMMAND"
-INSTALL_HINT: Final = (
-    f"install it with `npm install -g {PI_PACKAGE}` (it needs Node.js 22.19 or newer) "
-    f"or set {COMMAND_VARIABLE} to a command that runs it"
-)
-NPX_FALLBACK: Final = ("npx", "--no-install", f"--package={PI_PACKAGE}", "pi")
 TERMINAL_ERROR: Final = "Native Pi assistant ended with a terminal provider error"
 # One event carries whole messages (`agent_end` all of a run's), so lines can be large.
 MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
 SHUTDOWN_GRACE: Final = 5.0
+PROBE_TIMEOUT: Final = 60.0
+"""How long a tool probe may take: pi's start-up (Node, extension loading) on a loaded machine."""
 STDERR_TAIL: Final = 2000
+_TOOLS_DIALOG: Final = DIALOG_PREFIX + "tools"
 _DIALOG_METHODS: Final = frozenset({"select", "confirm", "input", "editor"})
 _FAILED_STOPS: Final = frozenset({"error", "aborted"})
 _RATE_LIMITED: Final = re.compile(r"\b429\b|rate.?limit|too many requests", re.IGNORECASE)
@@ -109,52 +114,22 @@ _EXHAUSTED: Final = re.compile(
 
 
 @dataclass(frozen=True)
-class PiCommand:
-    """How to start pi; `via_npx` marks the fallback, whose failure to start means "not installed"."""
-
-    argv: tuple[str, ...]
-    via_npx: bool = False
-
-
-def find_pi(environ: Mapping[str, str]) -> PiCommand:
-    """`$PIFLOW_PI_COMMAND`, else `pi` on PATH, else npx's local or global install of pi."""
-    configured = environ.get(COMMAND_VARIABLE, "").strip()
-    if configured:
-        return PiCommand(tuple(shlex.split(configured)))
-    path = environ.get("PATH", os.defpath)
-    found = shutil.which("pi", path=path)
-    if found is not None:
-        return PiCommand((found,))
-    npx = shutil.which("npx", path=path)
-    if npx is not None:
-        return PiCommand((npx, *NPX_FALLBACK[1:]), via_npx=True)
-    missing = f"The pi CLI was not found ({COMMAND_VARIABLE} is unset and neither pi nor npx is on PATH)"
-    raise WorkflowError("CONFIG_ERROR", f"{missing}: {INSTALL_HINT}")
-
-
-@dataclass(frozen=True)
 class _Head:
-    """A conversation after its last successful turn: the session file the next turn forks."""
+    """A conversation after its last successful turn: the session file the next turn forks (the
+    engine keeps and checks the rest of the turn's identity, spec J.6)."""
 
     session_file: str
-    model: str
-    system: str | None
-    policy: tuple[tuple[str, ...], str]
 
     def to_json(self) -> dict[str, Any]:
-        tools, cwd = self.policy
-        return {"sessionFile": self.session_file, "model": self.model, "system": self.system,
-                "tools": list(tools), "cwd": cwd}
+        return {"sessionFile": self.session_file}
 
     @classmethod
     def from_json(cls, state: dict[str, Any]) -> _Head:
-        session_file, model, system = state.get("sessionFile"), state.get("model"), state.get("system")
-        tools, cwd = state.get("tools"), state.get("cwd")
-        if not (isinstance(session_file, str) and isinstance(model, str) and isinstance(cwd, str)
-                and (system is None or isinstance(system, str)) and isinstance(tools, list)):
+        session_file = state.get("sessionFile")
+        if not isinstance(session_file, str):
             message = "Cannot reopen conversation transcript: its saved state is damaged"
             raise WorkflowError("RESUME_INCOMPATIBLE", message)
-        return cls(session_file, model, system, (tuple(str(tool) for tool in tools), cwd))
+        return cls(session_file)
 
 
 class PiBackend:
@@ -189,26 +164,16 @@ class PiBackend:
                 attempt = _Attempt(pi, request, control)
                 value = await attempt.run()
         if request.conversation:
-            head = _Head(attempt.session_file, request.model.name, request.system_append, _policy(request))
+            head = _Head(attempt.session_file)
             control.save_conversation_state(head.to_json())
         return value
 
     def _head(self, request: AttemptRequest, control: AttemptControl) -> _Head | None:
-        """The conversation's previous turn, which must match this one (spec J.6)."""
+        """The session of the conversation's previous turn, which must still exist (spec J.6)."""
         state = control.conversation_state() if request.conversation else None
         if state is None:
-            if request.conversation and request.turn > 1:
-                message = (f"Conversation turn does not continue its persisted head: the session of turn "
-                           f"{request.turn - 1} is not in the run store")
-                raise WorkflowError("RESUME_INCOMPATIBLE", message)
             return None
         head = _Head.from_json(state)
-        if head.model != request.model.name:
-            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation model changed")
-        if head.system != request.system_append:
-            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation system prompt changed")
-        if head.policy != _policy(request):
-            raise WorkflowError("RESUME_INCOMPATIBLE", "Conversation execution policy changed")
         if not Path(head.session_file).is_file():
             message = f"Cannot reopen conversation transcript: {head.session_file} does not exist"
             raise WorkflowError("RESUME_INCOMPATIBLE", message)
@@ -234,8 +199,58 @@ class PiBackend:
         return args
 
 
-def _policy(request: AttemptRequest) -> tuple[tuple[str, ...], str]:
-    return tuple(request.tools), request.cwd
+async def probe_pi_tools(
+    command: PiCommand, cwd: Path, environ: Mapping[str, str], resources: ResourcePolicy
+) -> tuple[PiTool, ...]:
+    """Ask a pi session in `cwd` which tools it offers (pi has no CLI listing): the bridge reports
+    `pi.getAllTools()` at `session_start`, less the tools of extensions `resources` disables. No
+    model is called and no session is saved."""
+    with tempfile.TemporaryDirectory(prefix="piflow-pi-probe-") as scratch:
+        bridge = write_bridge(Path(scratch), RESULT_TOOL, RESULT_TOOL_DESCRIPTION, None, resources, report_tools=True)
+        argv = [*command.argv, "--mode", "rpc", "--no-session", "--offline", "-e", str(bridge)]
+        try:
+            with anyio.fail_after(PROBE_TIMEOUT):
+                async with _launch(argv, str(cwd), environ, Path(scratch), command.via_npx) as pi:
+                    while True:
+                        event = await pi.receive()
+                        if event.get("type") == "extension_ui_request" and event.get("title") == _TOOLS_DIALOG:
+                            return _probed(event.get("placeholder"))
+        except TimeoutError:
+            detail = f"pi did not report its tools within {PROBE_TIMEOUT:.0f} s"
+        except WorkflowError as error:
+            if error.code == "CONFIG_ERROR":
+                raise
+            detail = error.message
+    raise WorkflowError("CONFIG_ERROR", f"Cannot ask pi for its tools: {detail}")
+
+
+def _probed(placeholder: Any) -> tuple[PiTool, ...]:
+    try:
+        listed = json.loads(placeholder)
+        return tuple(PiTool(str(tool["name"]), str(tool["source"]), str(tool["path"])) for tool in listed)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise WorkflowError("CONFIG_ERROR", f"Cannot ask pi for its tools: unreadable answer ({exc})") from None
+
+
+async def current_pi_tools(
+    agent_dir: Path, project_root: Path, resources: ResourcePolicy, environ: Mapping[str, str] | None = None,
+    *, refresh: bool = False,
+) -> PiToolList:
+    """pi's tools for a project: the cache when current (and not `refresh`), else a probe, cached.
+
+    Raises CONFIG_ERROR when pi cannot be found or asked.
+    """
+    env = dict(os.environ if environ is None else environ)
+    cached = None if refresh else cached_pi_tools(agent_dir, project_root, env)
+    if cached is not None and cached.current:
+        return cached
+    command = find_pi(env)
+    # Taken before the probe: a change while pi starts leaves the cache stale, never wrongly fresh.
+    fingerprint = pi_tools_fingerprint(command, agent_dir, project_root)
+    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    tools = PiToolList(await probe_pi_tools(command, project_root, env, resources), fingerprint)
+    save_pi_tools(tools, agent_dir, project_root, env)
+    return tools
 
 
 class _Pi:

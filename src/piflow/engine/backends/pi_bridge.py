@@ -15,6 +15,8 @@ with an `extension_ui_response` whose `value` is JSON.
   the schema). The payload is the arguments pi validated; piflow answers `{accepted, message}`.
   A rejection is thrown, so pi marks the tool result as an error; an acceptance ends the
   tool batch (`terminate`), so pi does not call the model again.
+- `piflow:tools` — on `session_start`, only in a tool probe (`probe_pi_tools`): `pi.getAllTools()`
+  (built-ins and extension tools, with their source), less the tools of disabled extensions.
 - `piflow:system_prompt` — on `before_agent_start`, the system prompt pi assembled, with the
   skills `disabledAgentResources` names taken out (pi's CLI can only drop all skills); piflow
   records it as the attempt's effective prompt. The bridge returns that prompt to pi.
@@ -87,8 +89,13 @@ function switchOffDisabledTools(pi) {
 }
 
 export default function piflowBridge(pi) {
-  pi.on("session_start", async () => {
+  pi.on("session_start", async (_event, ctx) => {
     switchOffDisabledTools(pi);
+    if (CONFIG.reportTools) {
+      const tools = pi.getAllTools().filter((tool) => !disabledExtension(tool.sourceInfo.path))
+        .map((tool) => ({ name: tool.name, source: tool.sourceInfo.source, path: tool.sourceInfo.path }));
+      await ask(ctx, "tools", tools);
+    }
   });
   pi.on("before_agent_start", async (event, ctx) => {
     switchOffDisabledTools(pi);
@@ -121,13 +128,13 @@ export default function piflowBridge(pi) {
 
 def write_bridge(
     directory: Path, result_tool: str, description: str, schema: dict[str, Any] | None,
-    resources: ResourcePolicy,
+    resources: ResourcePolicy, *, report_tools: bool = False,
 ) -> Path:
     """Write the bridge for one attempt; `schema` None means no `workflow_result` tool; `resources`
-    is the agent's disabledAgentResources policy."""
+    is the agent's disabledAgentResources policy; `report_tools` makes it a tool probe."""
     result = None if schema is None else {"name": result_tool, "description": description, "schema": schema}
     config = json.dumps({"prefix": DIALOG_PREFIX, "result": result, "disabledSkills": list(resources.skills),
-                         "disabledExtensions": list(resources.extensions)})
+                         "disabledExtensions": list(resources.extensions), "reportTools": report_tools})
     path = directory / FILE_NAME
     path.write_text(_SOURCE.replace("__CONFIG__", config, 1), encoding="utf-8")
     return path
