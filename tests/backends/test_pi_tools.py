@@ -158,3 +158,20 @@ def test_without_pi_doctor_says_so_and_the_builtins_stand_in(
 
     code, output = check(capsys)
     assert code != 0 and "UNKNOWN_TOOL" in output and "greet" in output
+
+
+def test_a_changed_resource_policy_makes_the_cached_tool_list_stale(tmp_path: Path) -> None:
+    """The probe leaves disabled extensions' tools out, so the policy is part of the cache key."""
+    from piflow.config.paths import global_settings_path, project_settings_path
+    from piflow.config.pi_tools import PiCommand, pi_tools_fingerprint
+
+    agent_dir, project = tmp_path / "agent", tmp_path / "project"
+    project.mkdir()
+    command = PiCommand(("/bin/true",))
+    before = pi_tools_fingerprint(command, agent_dir, project)
+    for settings in (global_settings_path(agent_dir), project_settings_path(project)):
+        settings.parent.mkdir(parents=True)
+        settings.write_text('{"disabledAgentResources": {"extensions": ["x.ts"]}}', encoding="utf-8")
+        after = pi_tools_fingerprint(command, agent_dir, project)
+        assert after != before, settings
+        before = after

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from piflow.config.files import FileRefused, read_text
-from piflow.config.paths import state_dir
+from piflow.config.paths import global_settings_path, project_settings_path, state_dir
 from piflow.errors import WorkflowError
 
 __all__ = [
@@ -97,7 +97,10 @@ def _cache_path(agent_dir: Path, project_root: Path, environ: Mapping[str, str] 
 
 
 def _watched_files(agent_dir: Path, project_root: Path) -> Iterator[Path]:
-    """The files whose change can change pi's tools: settings, extension dirs, installed packages."""
+    """The files whose change can change pi's tools: settings, extension dirs, installed packages, and
+    the workflow settings holding `disabledAgentResources` (the probe leaves disabled extensions out)."""
+    yield global_settings_path(agent_dir)
+    yield project_settings_path(project_root)
     for base in (agent_dir, project_root / ".pi"):
         yield base / "settings.json"
         for directory in (base / "extensions", base / "npm", base / "git"):
