@@ -8,7 +8,7 @@ from typing import Any
 
 from piflow.engine.control import ControlOutcome
 from piflow.engine.store import AttemptSetup
-from piflow.engine.subagents.views import SubagentsView
+from piflow.engine.subagents.views import LaneBoardView, SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
@@ -136,19 +136,21 @@ def subagents_json(view: SubagentsView) -> dict[str, Any]:
              "durationMs": h.duration_ms, "outputPath": h.output_path, "error": h.error}
             for h in view.host_steps
         ],
-        "lanes": [
-            {"call": board.call, "lanes": [
-                {"key": lane.key, "state": lane.state, "failedStage": lane.failed_stage, "stages": [
-                    {"key": s.key, "state": s.state, "verdict": s.verdict, "error": s.error, "runId": s.child_run_id}
-                    for s in lane.stages
-                ]}
-                for lane in board.lanes
-            ]}
-            for board in view.boards
-        ],
+        "lanes": [lane_board_json(board) for board in view.boards],
         "emits": view.emits,
         "console": [{"level": line.level, "message": line.message} for line in view.console],
     }
+
+
+def lane_board_json(board: LaneBoardView) -> dict[str, Any]:
+    """One `runs.lanes` board: in a run's `subagents` and in `piflow/runProgress`."""
+    return {"call": board.call, "lanes": [
+        {"key": lane.key, "state": lane.state, "failedStage": lane.failed_stage, "stages": [
+            {"key": s.key, "state": s.state, "verdict": s.verdict, "error": s.error, "runId": s.child_run_id}
+            for s in lane.stages
+        ]}
+        for lane in board.lanes
+    ]}
 
 
 def outcome_json(outcome: ControlOutcome) -> dict[str, Any]:

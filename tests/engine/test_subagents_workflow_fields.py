@@ -87,11 +87,65 @@ def test_the_editor_marks_the_same_fields_with_the_same_message(fields: str, mes
     assert findings[0].range.end.character == len(f"// piflow: pi-subagents {fields}")
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ('{"usageBudget": {"tokens": 1000}}', "usageBudget is not enforced by piflow yet"),
-    ('{"defaults": {"model": "scripted/default"}}', "Workflow defaults are not applied by piflow yet"),
-])  # fmt: skip
-def test_fields_piflow_does_not_apply_yet_are_refused_not_ignored(project: Path, fields: str, message: str) -> None:
-    _project(project, f"// piflow: pi-subagents {fields}\nreturn 1;\n", slow_ms=0)
+DEFAULTS = """// piflow: pi-subagents {"defaults": {"outputMode": "file-only", "toolBudget": {"hard": 1}}}
+const out = {};
+out.plain = (await runs.run("plain", {agent: "worker", task: "t"})).output.startsWith("Output saved to: ");
+out.own = (await runs.run("own", {agent: "worker", task: "t", outputMode: "inline"})).output;
+try { await runs.run("greedy", {agent: "worker", task: "t"}); } catch (error) { out.greedy = error.message; }
+const [item] = await runs.all([{key: "item", agent: "worker", task: "t", toolBudget: {hard: 5}}]);
+out.item = item.ok;
+const board = await runs.lanes([{key: "lane", stages: [{key: "s", agent: "worker", task: "t"}]}]);
+out.stage = board[0].stages[0].state;
+return out;
+"""
+
+
+def test_defaults_apply_to_every_child_and_a_childs_own_fields_win(project: Path) -> None:
+    _project(project, DEFAULTS, slow_ms=0)
+    (project / "f.json").write_text(json.dumps({"responses": [{"match": {"key": "greedy"}, "toolCalls": 3},
+                                                              {"match": {"key": "item"}, "toolCalls": 3},
+                                                              {"match": {"key": "lane.s"}, "toolCalls": 3}]}))
+    done = _piflow(project, "run", "w.js", "--fixtures", "f.json", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["result"] == {
+        "plain": True,  # outputMode from the defaults
+        "own": "[scripted] t",  # the child's own outputMode wins
+        "greedy": "Run 'greedy' failed: Tool budget hard limit reached after 1 tool calls (hard 1). The child was "
+                  "stopped before calling scripted; raise toolBudget.hard or narrow the task.",
+        "item": True,  # its own toolBudget (hard 5) wins over the default's hard 1
+        "stage": "failed",  # lane stages get the defaults too
+    }
+
+
+BAD_DEFAULTS = """// piflow: pi-subagents {"defaults": {"worktree": "yes", "gate": "npm test"}}
+const out = [];
+try { runs.run("a", {agent: "worker", task: "t"}); } catch (error) { out.push(error.message); }
+try { runs.all([{key: "b", agent: "worker", task: "t"}]); } catch (error) { out.push(error.message); }
+try { runs.run("c", {agent: "worker", task: "t", worktree: false, acceptance: {}}); }
+catch (error) { out.push(error.message); }
+try { runs.run("d", {resume: "x", task: "again", worktree: false}); } catch (error) { out.push(error.message); }
+return out;
+"""
+
+
+def test_a_bad_default_fails_each_child_with_the_childs_own_message(project: Path) -> None:
+    _project(project, BAD_DEFAULTS, slow_ms=0)
+    done = _piflow(project, "run", "w.js", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["result"] == [
+        "runs.run worktree must be true or false.",
+        "runs.all item 0 worktree must be true or false.",
+        "runs.run gate cannot be combined with acceptance; use one gate command or acceptance.verify.",
+        "runs.run gate is not supported with retained resume.",  # a resumed child takes the default gate
+    ]
+
+
+@pytest.mark.parametrize("field", ["agent", "task", "resume", "async"])
+def test_a_default_that_names_one_child_is_refused_at_launch_and_in_the_editor(project: Path, field: str) -> None:
+    script = f'// piflow: pi-subagents {{"defaults": {{"{field}": "x"}}}}\nreturn 1;\n'
+    message = f"defaults.{field} is not a workflow default: set it on each runs.run / runs.all item."
+    _project(project, script, slow_ms=0)
     done = _piflow(project, "run", "w.js")
-    assert done.returncode == 2 and message in done.stderr
+    assert done.returncode == 2 and f"INVALID_METADATA: {message} (line 1, column 25)" in done.stderr
+    findings = [f for f in analyze(script, Capabilities(), subagents.NAME) if f.rule == "workflow-fields"]
+    assert [f.message for f in findings] == [message]

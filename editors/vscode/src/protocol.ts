@@ -104,6 +104,30 @@ export interface RunProgress {
   checkpoints: CheckpointView[];
   /** Pending budget proposals, when the snapshot lists them. */
   proposals: BudgetProposal[] | null;
+  /** A pi-subagents run's lane boards (whole), when the message carries them; null otherwise. */
+  lanes: LaneBoard[] | null;
+}
+
+/** A stage of a `runs.lanes` lane: pending, running, completed, blocked, failed, stopped, detached or skipped. */
+export interface LaneStage {
+  key: string;
+  state: string;
+  verdict: string | null;
+  error: string | null;
+}
+
+/** A lane: running, complete or blocked (at `failedStage`). */
+export interface Lane {
+  key: string;
+  state: string;
+  failedStage: string | null;
+  stages: LaneStage[];
+}
+
+/** The board of the script's `call`-th `runs.lanes`. */
+export interface LaneBoard {
+  call: number;
+  lanes: Lane[];
 }
 
 export interface CheckpointRequest extends CheckpointView {
@@ -321,6 +345,38 @@ function pending(value: unknown, state: string): boolean {
   return current === undefined || current === state;
 }
 
+function laneStage(value: unknown): LaneStage | undefined {
+  const body = record(value);
+  const key = text(body?.key);
+  if (!body || key === null) return undefined;
+  return { key, state: text(body.state) ?? "pending", verdict: text(body.verdict), error: text(body.error) };
+}
+
+function lane(value: unknown): Lane | undefined {
+  const body = record(value);
+  const key = text(body?.key);
+  if (!body || key === null) return undefined;
+  return {
+    key,
+    state: text(body.state) ?? "running",
+    failedStage: text(body.failedStage),
+    stages: defined(list(body.stages).map(laneStage)),
+  };
+}
+
+/** Lane boards: `piflow/runProgress` carries them as `lanes`, `piflow.showRun` under `subagents`. */
+function laneBoards(body: Json): LaneBoard[] | null {
+  const boards = Array.isArray(body.lanes) ? body.lanes : record(body.subagents)?.lanes;
+  if (!Array.isArray(boards)) return null;
+  return defined(
+    boards.map((value): LaneBoard | undefined => {
+      const board = record(value);
+      if (!board || typeof board.call !== "number") return undefined;
+      return { call: board.call, lanes: defined(list(board.lanes).map(lane)) };
+    }),
+  );
+}
+
 export function decodeRunStarted(params: unknown): RunStarted | undefined {
   const id = identity(params);
   return id && { runId: id.runId, uri: id.uri, workflowName: nonEmpty(id.body.workflowName) };
@@ -346,6 +402,7 @@ export function decodeRunProgress(params: unknown): RunProgress | undefined {
     proposals: Array.isArray(body.proposals)
       ? defined(body.proposals.filter((p) => pending(p, "pending")).map(proposal))
       : null,
+    lanes: laneBoards(body),
   };
 }
 

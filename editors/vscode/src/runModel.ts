@@ -9,6 +9,7 @@ import type {
   BudgetView,
   CheckpointRequest,
   CheckpointView,
+  LaneBoard,
   RunFinished,
   RunDetail,
   RunProgress,
@@ -40,6 +41,8 @@ export interface Run {
   budget: BudgetView | null;
   checkpoints: CheckpointView[];
   proposals: BudgetProposal[];
+  /** A pi-subagents run's `runs.lanes` boards, as the last message that carried them. */
+  lanes: LaneBoard[];
   result: unknown;
   error: WorkflowFailure | null;
   /** Order of first sight: newer runs come first among runs of equal attention. */
@@ -83,7 +86,10 @@ function summaryKey(run: Run): string {
   const proposals = run.proposals.map((p) => p.proposalId).join(",");
   const checkpoints = run.checkpoints.map((c) => c.name).join(",");
   const limits = run.budget ? Object.keys(run.budget.limits).length : -1;
-  return [run.state, run.phase, run.error?.code, checkpoints, proposals, limits].join("|");
+  const lanes = run.lanes
+    .map((b) => b.lanes.map((l) => `${l.key}:${l.state}:${l.stages.map((s) => s.state).join(",")}`).join(";"))
+    .join("/");
+  return [run.state, run.phase, run.error?.code, checkpoints, proposals, limits, lanes].join("|");
 }
 
 function workflowName(uri: string | null): string {
@@ -194,6 +200,7 @@ export class RunModel {
     run.checkpoints = event.checkpoints;
     // A proposal waits while its run is budget-exhausted; a snapshot that lists none keeps ours then.
     run.proposals = event.proposals ?? (event.state === "budget_exhausted" ? run.proposals : []);
+    if (event.lanes !== null) run.lanes = event.lanes;
     return { run, agents };
   }
 
@@ -295,6 +302,7 @@ export class RunModel {
         budget: null,
         checkpoints: [],
         proposals: [],
+        lanes: [],
         result: undefined,
         error: null,
         seen: this.sequence++,

@@ -1,8 +1,9 @@
-// Content of the Workflow Runs tree, as plain data: runs → pending approvals, budget, agents.
+// Content of the Workflow Runs tree, as plain data: runs → pending approvals, budget, lanes
+// (a pi-subagents run's `runs.lanes` boards → their stages), agents.
 // The VS Code tree provider only maps these nodes to TreeItems.
 
 import { compactCount, dollars, formatBudgetGauge, formatLimits, formatUsage, oneLineJson, shortId } from "./format";
-import type { AgentView } from "./protocol";
+import type { AgentView, Lane, LaneStage } from "./protocol";
 import { isTerminal, needsAttention, type Run, type RunModel } from "./runModel";
 
 export type RunNode =
@@ -11,7 +12,9 @@ export type RunNode =
   | { kind: "proposal"; runId: string; proposalId: string }
   | { kind: "budget"; runId: string }
   | { kind: "error"; runId: string }
-  | { kind: "agent"; runId: string; agentId: string };
+  | { kind: "agent"; runId: string; agentId: string }
+  | { kind: "lane"; runId: string; call: number; lane: string }
+  | { kind: "stage"; runId: string; call: number; lane: string; stage: string };
 
 export interface Icon {
   /** A codicon id, e.g. `pass` or `sync~spin`. */
@@ -58,6 +61,18 @@ const AGENT_ICONS: Record<string, Icon> = {
   cancelled: { id: "circle-slash" },
 };
 
+const STAGE_ICONS: Record<string, Icon> = {
+  pending: { id: "clock" },
+  running: { id: "sync~spin" },
+  completed: { id: "pass", color: "testing.iconPassed" },
+  complete: { id: "pass", color: "testing.iconPassed" },
+  blocked: { id: "debug-stop", color: "notificationsWarningIcon.foreground" },
+  failed: { id: "error", color: "testing.iconFailed" },
+  stopped: { id: "circle-slash" },
+  detached: { id: "debug-disconnect" },
+  skipped: { id: "debug-step-over" },
+};
+
 const RESUMABLE = new Set(["paused", "interrupted", "budget_exhausted"]);
 
 /** The run actions a state allows, as the lifecycle does (spec F.1). */
@@ -71,6 +86,10 @@ export function rootNodes(model: RunModel): RunNode[] {
 
 export function childNodes(model: RunModel, node: RunNode): RunNode[] {
   const run = model.get(node.runId);
+  if (node.kind === "lane" && run) {
+    const found = findLane(run, node.call, node.lane);
+    return (found?.stages ?? []).map((s): RunNode => ({ ...node, kind: "stage", stage: s.key }));
+  }
   if (node.kind !== "run" || !run) return [];
   const { runId } = run;
   const children: RunNode[] = [
@@ -79,6 +98,9 @@ export function childNodes(model: RunModel, node: RunNode): RunNode[] {
   ];
   if (run.error) children.push({ kind: "error", runId });
   if (run.budget && Object.keys(run.budget.limits).length > 0) children.push({ kind: "budget", runId });
+  for (const board of run.lanes) {
+    for (const lane of board.lanes) children.push({ kind: "lane", runId, call: board.call, lane: lane.key });
+  }
   for (const agent of run.agents ?? []) children.push({ kind: "agent", runId, agentId: agent.id });
   return children;
 }
@@ -100,6 +122,10 @@ export function viewNode(model: RunModel, node: RunNode): NodeView | undefined {
       return errorView(run);
     case "agent":
       return agentView(run, model.agent(run.runId, node.agentId));
+    case "lane":
+      return laneView(run, node.call, findLane(run, node.call, node.lane));
+    case "stage":
+      return stageView(node, findLane(run, node.call, node.lane)?.stages.find((s) => s.key === node.stage));
   }
 }
 
@@ -117,6 +143,10 @@ export function nodeKey(node: RunNode): string {
       return `run/${node.runId}/${node.kind}`;
     case "agent":
       return `run/${node.runId}/agent/${node.agentId}`;
+    case "lane":
+      return `run/${node.runId}/lanes/${node.call}/${node.lane}`;
+    case "stage":
+      return `run/${node.runId}/lanes/${node.call}/${node.lane}/${node.stage}`;
   }
 }
 
@@ -234,5 +264,47 @@ function agentView(run: Run, agent: AgentView | undefined): NodeView | undefined
     tooltip: lines.join("\n"),
     icon: AGENT_ICONS[agent.state] ?? { id: "circle-outline" },
     contextValue: "agent",
+  });
+}
+
+function findLane(run: Run, call: number, key: string): Lane | undefined {
+  return run.lanes.find((board) => board.call === call)?.lanes.find((lane) => lane.key === key);
+}
+
+/** A lane of a `runs.lanes` board: its state, and where it stopped when blocked. */
+function laneView(run: Run, call: number, lane: Lane | undefined): NodeView | undefined {
+  if (!lane) return undefined;
+  const done = lane.stages.filter((s) => s.state === "completed").length;
+  const parts = [lane.state, `${done}/${lane.stages.length} stages`];
+  if (lane.failedStage) parts.push(`at ${lane.failedStage}`);
+  // A second `runs.lanes` call of the script names its lanes `#2`, …
+  const suffix = run.lanes.length > 1 ? ` #${call}` : "";
+  return {
+    id: nodeKey({ kind: "lane", runId: run.runId, call, lane: lane.key }),
+    label: `lane ${lane.key}${suffix}`,
+    description: parts.join(" · "),
+    tooltip: lane.stages.map((s) => `${s.key}: ${stageWords(s)}`).join("\n"),
+    icon: STAGE_ICONS[lane.state] ?? { id: "circle-outline" },
+    contextValue: "lane",
+    expandable: true,
+    expanded: lane.state !== "complete",
+  };
+}
+
+/** `blocked (verdict blocked)`, `failed (boom)`, `skipped`. */
+function stageWords(stage: LaneStage): string {
+  if (stage.verdict) return `${stage.state} (verdict ${stage.verdict})`;
+  if (stage.error && stage.state !== "completed" && stage.state !== "blocked") return `${stage.state} (${stage.error})`;
+  return stage.state;
+}
+
+function stageView(node: RunNode & { kind: "stage" }, stage: LaneStage | undefined): NodeView | undefined {
+  if (!stage) return undefined;
+  return leaf(nodeKey(node), {
+    label: stage.key,
+    description: stageWords(stage),
+    tooltip: [`${node.lane}.${stage.key}`, `state: ${stage.state}`, ...(stage.error ? [`error: ${stage.error}`] : [])].join("\n"),
+    icon: STAGE_ICONS[stage.state] ?? { id: "circle-outline" },
+    contextValue: "stage",
   });
 }

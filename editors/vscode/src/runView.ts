@@ -162,6 +162,18 @@ export function renderRun(run: RunDetail): RenderedRun {
     for (const checkpoint of run.checkpoints) out.line(`- checkpoint ${checkpoint.name}: ${checkpoint.prompt}`);
     out.line();
   }
+  if (run.lanes && run.lanes.length > 0) {
+    out.line("## Lanes");
+    out.line();
+    for (const board of run.lanes) {
+      if (run.lanes.length > 1) out.line(`runs.lanes #${board.call}`);
+      for (const lane of board.lanes) {
+        const stages = lane.stages.map((s) => `${s.key} ${s.verdict ? `${s.state} (verdict ${s.verdict})` : s.state}`);
+        out.line(`- **${lane.key}** ${lane.state}: ${stages.join(" → ")}`);
+      }
+      out.line();
+    }
+  }
   out.line("## Agents");
   out.line();
   if (run.agents.length === 0) {

@@ -324,7 +324,7 @@ class ActiveRun:
                 timed_out = workflow_deadline(self, tasks.cancel_scope)  # pi-subagents' timeoutMs
                 await worker.start(body=self.body, args=self.snapshot.get("args"),
                                    functions=sorted(self.extensions.functions), variables=variables,
-                                   dialect=self.snapshot.get("dialect"))
+                                   dialect=self.snapshot.get("dialect"), workflow=self.snapshot.get("workflow"))
                 tasks.start_soon(server.flush_forever, worker.settle)
                 tasks.start_soon(self.write_forever)
                 async for call in worker.calls():

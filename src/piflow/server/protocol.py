@@ -150,6 +150,9 @@ class RunProgress(Message):
     a client gets, or a resync). False: a delta (upsert by agent `id`). Missing means true."""
     budget: Budget
     checkpoints: list[AwaitingCheckpoint]
+    lanes: list[LaneBoard] = []
+    """A pi-subagents run's lane boards (one per `runs.lanes` call, each as it last changed), whole,
+    in every progress once one exists; absent for other runs. `piflow.showRun` has them too."""
 
 
 class CheckpointRequest(Message):

@@ -228,6 +228,31 @@ function M.details(snapshot)
       end
     end
   end
+  -- A pi-subagents run's lane boards: showRun has them under `subagents`; a run record merged
+  -- from runProgress has the live ones under `lanes`.
+  local subagents = type(snapshot.subagents) == "table" and snapshot.subagents or {}
+  local boards = subagents.lanes or snapshot.lanes
+  if type(boards) == "table" and #boards > 0 then
+    add("Lanes:")
+    for _, board in ipairs(boards) do
+      if #boards > 1 then
+        add(string.format("  runs.lanes #%s", tostring(board.call)))
+      end
+      for _, lane in ipairs(board.lanes or {}) do
+        local stages = {}
+        for _, stage in ipairs(lane.stages or {}) do
+          local words = tostring(stage.key) .. " " .. (stage.state or "pending")
+          if stage.verdict then
+            words = words .. " (verdict " .. stage.verdict .. ")"
+          elseif stage.error and stage.state ~= "completed" and stage.state ~= "blocked" then
+            words = words .. " (" .. stage.error .. ")"
+          end
+          table.insert(stages, words)
+        end
+        add(string.format("  %s %s: %s", tostring(lane.key), lane.state or "running", table.concat(stages, " -> ")))
+      end
+    end
+  end
   if snapshot.checkpoints and #snapshot.checkpoints > 0 then
     add("Checkpoints:")
     for _, checkpoint in ipairs(snapshot.checkpoints) do

@@ -190,6 +190,25 @@ function M.describe(run)
   if run.costUsd and run.costUsd > 0 then
     table.insert(parts, string.format("$%.4f", run.costUsd))
   end
+  -- A pi-subagents run's live lane board (runProgress `lanes`): `lanes 1/2 complete, ui blocked`.
+  if type(run.lanes) == "table" and #run.lanes > 0 then
+    local total, complete, blocked = 0, 0, {}
+    for _, board in ipairs(run.lanes) do
+      for _, lane in ipairs(board.lanes or {}) do
+        total = total + 1
+        if lane.state == "complete" then
+          complete = complete + 1
+        elseif lane.state == "blocked" then
+          table.insert(blocked, tostring(lane.key) .. " blocked")
+        end
+      end
+    end
+    local text = string.format("lanes %d/%d complete", complete, total)
+    if #blocked > 0 then
+      text = text .. ", " .. table.concat(blocked, ", ")
+    end
+    table.insert(parts, text)
+  end
   return table.concat(parts, "  ")
 end
 

@@ -199,3 +199,51 @@ test("expanding a run known only from a listing loads its snapshot", () => {
   assert.deepEqual(provider.getChildren(root), []);
   assert.deepEqual(loads, ["old-run"]);
 });
+
+test("a pi-subagents run shows its live lane board: each lane, then its stages", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  const board = (review: string, fix: string, api: string): unknown => [
+    {
+      call: 1,
+      lanes: [
+        { key: "api", state: api === "completed" ? "complete" : "running", failedStage: null,
+          stages: [{ key: "write", state: api, verdict: null, error: null, runId: null }] },
+        { key: "ui", state: review === "blocked" ? "blocked" : "running", failedStage: review === "blocked" ? "review" : null,
+          stages: [
+            { key: "write", state: "completed", verdict: null, error: null, runId: "c1" },
+            { key: "review", state: review, verdict: review === "blocked" ? "blocked" : null, error: null, runId: null },
+            { key: "fix", state: fix, verdict: null, error: null, runId: null },
+          ] },
+      ],
+    },
+  ];
+  const emit = (lanes: unknown): void => {
+    h.source.emit(Notification.runProgress, { ...(wire.progress("running", []) as object), lanes });
+  };
+  emit(board("running", "pending", "running"));
+  const lanes = (): string[] => tree(h)[0]?.children.filter((line) => line.includes("[lane]")) ?? [];
+  assert.deepEqual(lanes(), [
+    "sync~spin lane api — running · 0/1 stages [lane]",
+    "sync~spin lane ui — running · 1/3 stages [lane]",
+  ]);
+  emit(board("blocked", "skipped", "running"));
+  assert.deepEqual(lanes(), [
+    "sync~spin lane api — running · 0/1 stages [lane]",
+    "debug-stop lane ui — blocked · 1/3 stages · at review [lane]",
+  ]);
+  const ui = childNodes(h.model, { kind: "run", runId: wire.RUN_ID }).find((n) => n.kind === "lane" && n.lane === "ui");
+  assert.ok(ui);
+  const stages = childNodes(h.model, ui).map((node) => {
+    const view = viewNode(h.model, node);
+    return view && `${view.icon.id} ${view.label} — ${view.description}`;
+  });
+  assert.deepEqual(stages, [
+    "pass write — completed",
+    "debug-stop review — blocked (verdict blocked)",
+    "debug-step-over fix — skipped",
+  ]);
+  // a progress without `lanes` (an older server, or a resync) keeps the board
+  h.source.emit(Notification.runProgress, wire.progress("running", []));
+  assert.equal(lanes().length, 2);
+});

@@ -204,3 +204,17 @@ test("a failed snapshot fetch is logged and tried again on the next expansion", 
   await loader.load("r1");
   assert.equal(h.sent.length, 2);
 });
+
+test("the run view of a pi-subagents run draws its lane board from showRun's subagents", () => {
+  const subagents = {
+    children: [], hostSteps: [], emits: [], console: [],
+    lanes: [{ call: 1, lanes: [{ key: "ui", state: "blocked", failedStage: "review", stages: [
+      { key: "write", state: "completed", verdict: null, error: null, runId: "c1" },
+      { key: "review", state: "blocked", verdict: "blocked", error: null, runId: "c2" },
+      { key: "fix", state: "skipped", verdict: null, error: null, runId: null },
+    ] }] }],
+  };
+  const text = renderRun(detail("completed", [writer], { subagents })).text;
+  assert.match(text, /## Lanes\n\n- \*\*ui\*\* blocked: write completed → review blocked \(verdict blocked\) → fix skipped\n/);
+  assert.doesNotMatch(renderRun(detail("completed", [writer])).text, /## Lanes/);
+});

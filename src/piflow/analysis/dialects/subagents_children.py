@@ -522,6 +522,10 @@ def _check_usage_budget(value: Any) -> str | None:
     return None
 
 
+CHILD_OWN_FIELDS: Final = ("agent", "task", "resume", "key", "lane", "async")
+"""Child params that name one child (or, `async`, the workflow itself): never defaults (A.1)."""
+
+
 def workflow_fields(script: str) -> dict[str, Any]:
     """The pi-subagents envelope's workflow-only fields, written as a JSON object after the pragma.
 
@@ -560,6 +564,9 @@ def workflow_fields(script: str) -> dict[str, Any]:
         raise bad(problem)
     if "defaults" in fields and not isinstance(fields["defaults"], dict):
         raise bad("defaults must be an object of child params.")
+    own = sorted(set(fields.get("defaults") or {}) & set(CHILD_OWN_FIELDS))
+    if own:
+        raise bad(f"defaults.{own[0]} is not a workflow default: set it on each runs.run / runs.all item.")
     return dict(fields)
 
 

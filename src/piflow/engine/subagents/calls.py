@@ -25,6 +25,7 @@ from piflow.engine.subagents.children import (
     check_output_collisions,
     child_run_id,
     output_path,
+    refused_result,
     run_plan,
 )
 from piflow.engine.subagents.progress import SUBAGENT_EMIT
@@ -71,23 +72,49 @@ class SubagentCalls:
 
     # -- children -------------------------------------------------------------------------------
     async def launch(self, call: ChildrenCall) -> Any:
-        """`runs.run` (one item, fail-fast) or `runs.all` (admitted whole, failures collected)."""
+        """`runs.run` (one item, fail-fast) or `runs.all` (admitted whole, failures collected).
+
+        A detached child (`runs.run` with `async: true`, sent as a one-item batch: the script already
+        holds its running receipt) never fails the call: a refused one is its failed ChildResult,
+        which `runs.status` shows.
+        """
+        first = call.items[0] if len(call.items) == 1 else None
+        if call.batch and first is not None and isinstance(first.params, dict) and first.params.get("async") is True:
+            try:
+                return await self._launch(call)
+            except WorkflowError as exc:
+                refused = refused_result(first.key, first.params, exc)
+                self.run.emit(events.RUN_WARNING, {"message": f"{first.key}: {exc.message}"})
+                if first.key not in self.children:
+                    self.children[first.key] = ChildInfo(first.key, str(refused.get("agent", "")), "", "", None,
+                                                         result=refused)
+                return [refused]
+        return await self._launch(call)
+
+    async def _launch(self, call: ChildrenCall) -> Any:
         plans = [self._plan(item, "runs.all item " + str(index) if call.batch else "runs.run")
                  for index, item in enumerate(call.items)]
         fresh = [plan for plan in plans if plan.key not in self.children]
         check_output_collisions(fresh, self.outputs, self.aggregate)
-        limit = self.agents.settings.max_subagent_spawns_per_run
+        settings = self.agents.settings
+        limit = settings.max_subagent_spawns_per_run
         if fresh and self.spawned + len(fresh) > limit:
             raise _failure(
                 f"Run fan-out limit reached at workflow[{fresh[0].key}] ({self.spawned}/{limit} used; this "
                 f"admission group needs {len(fresh)}). No children from this admission group were started. "
                 "Raise subagents.maxSubagentSpawnsPerRun in pi's settings.json or launch fewer children."
             )
+        session = settings.max_subagent_spawns_per_session
+        if fresh and session is not None and self.spawned + len(fresh) > session:
+            # piflow runs outside any pi chat session: each run is its own session (as its own mission).
+            raise _failure(f"Subagent spawn limit reached for this session ({self.spawned}/{session} used; this "
+                           f"admission group needs {len(fresh)}). Raise subagents.maxSubagentSpawnsPerSession in "
+                           "pi's settings.json or launch fewer children.")
         for plan in fresh:
             self.spawned += 1
             self.outputs[plan.output_path] = plan.key
             info = ChildInfo(plan.key, plan.agent, plan.run_id, plan.conversation, plan.model,
-                             [*(plan.continues.run_ids if plan.continues else []), plan.run_id])
+                             [*(plan.continues.run_ids if plan.continues else []), plan.run_id], turn=plan.turn)
             self.children[plan.key] = info
             self.by_run_id[plan.run_id] = info
         results: list[dict[str, Any]] = [{} for _ in plans]
@@ -158,8 +185,11 @@ class SubagentCalls:
         conversation = continues.conversation if continues is not None else structural_path("child", run_id)
         if earlier is not None:
             run_id, conversation = earlier.run_id, earlier.conversation
+        turn = continues.turn + 1 if continues is not None else 1
+        if earlier is not None:
+            turn = earlier.turn
         return ChildPlan(key, params, definition.name, task, run_id, conversation, model, continues,
-                         output_path(self.run, key, params))
+                         output_path(self.run, key, params), turn)
 
     def _resumed(self, resume: Any, label: str) -> ChildInfo:
         """The child a `resume` continues: a run id of this workflow run, or a keyed receipt (A.10)."""
@@ -192,7 +222,8 @@ class SubagentCalls:
             raise _failure(f"{label} cannot resume key '{key}' of workflow run '{workflow}': not resumable "
                            "(no completed child with that key).")
         run_id = child_run_id(other, key)
-        return ChildInfo(key, agent.role, run_id, structural_path("child", run_id), agent.model, [run_id])
+        # Another run's conversation head is not in this run: its continuation is this run's turn 1.
+        return ChildInfo(key, agent.role, run_id, structural_path("child", run_id), agent.model, [run_id], turn=0)
 
     # -- steer, status ---------------------------------------------------------------------------
     async def steer(self, call: SteerCall) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from piflow.config.model_refs import ModelRef
+from piflow.engine import events
 from piflow.engine.agents import AgentRunner
 from piflow.engine.journal import OperationKind, child_path, structural_path
 from piflow.engine.resolution import AgentSpec, default_tools
@@ -55,6 +56,8 @@ class ChildInfo:
     run_ids: list[str] = field(default_factory=list)
     agent_id: str | None = None
     result: dict[str, Any] | None = None
+    turn: int = 1
+    """The turn of its conversation this child ran (a resume of it runs the next one)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class ChildPlan:
     model: str | None
     continues: ChildInfo | None
     output_path: Path
+    turn: int = 1
+    """Its conversation's turn: 1 for a fresh child, the next one for a resume."""
 
 
 def output_root(run: ActiveRun) -> Path:
@@ -166,6 +171,29 @@ def child_spec(plan: ChildPlan, agents: SnapshotAgents, run: ActiveRun) -> Agent
     )
 
 
+def usage_exhausted(run: ActiveRun) -> WorkflowError | None:
+    """The workflow's `usageBudget` (SUBAGENTS_SPEC C): once the run's usage reaches it, no new child
+    starts (the refused one fails with this error); children already running finish."""
+    budget = (run.snapshot.get("workflow") or {}).get("usageBudget")
+    if not budget:
+        return None
+    usage = run.budget.snapshot_usage()
+    spent = [f"{name} {usage[name]}/{budget[name]}" for name in ("tokens", "costUsd")
+             if name in budget and usage[name] >= budget[name]]
+    if not spent:
+        return None
+    return WorkflowError("AGENT_FAILED", f"Usage budget exhausted: {', '.join(spent)} used; running children "
+                                         "finish, no new child starts.")
+
+
+def refused_result(key: str, params: Mapping[str, Any], error: WorkflowError) -> dict[str, Any]:
+    """The ChildResult of a detached child the host refused before it started (unknown agent, limits)."""
+    agent = params.get("agent")
+    return {"key": key, "ok": False, "output": "", "error": error.message,
+            **({"agent": agent} if isinstance(agent, str) else {}), "artifactPaths": [],
+            "resumability": {"resumable": False, "reason": "not started"}, "continuation": {"runIds": []}}
+
+
 async def run_plan(run: ActiveRun, plan: ChildPlan, agents: SnapshotAgents,
                    limiter: anyio.CapacityLimiter | None) -> tuple[dict[str, Any], str | None]:
     """Run (or replay) one admitted child to its ChildResult and its agent record id."""
@@ -174,13 +202,18 @@ async def run_plan(run: ActiveRun, plan: ChildPlan, agents: SnapshotAgents,
     if recorded is not None:
         save_output(plan, recorded.value)
         return child_result(plan, recorded.value), None
+    refused = usage_exhausted(run)
+    if refused is not None:
+        run.emit(events.RUN_WARNING, {"message": f"{plan.key}: {refused.message}"})
+        return child_result(plan, error=refused), None
     spec = child_spec(plan, agents, run)
     run.emit(SUBAGENT_CHILD, {"key": plan.key, "agent": plan.agent, "childRunId": plan.run_id,
                               "outputReference": str(plan.output_path)})
     owner = structural_path("worktree", "child", plan.key) if plan.params.get("worktree") is True else None
     await run.lifecycle.enter()
     try:
-        runner = AgentRunner(run, spec, plan.task, OperationKind.CHILD, path, [plan.key], owner, plan.conversation)
+        runner = AgentRunner(run, spec, plan.task, OperationKind.CHILD, path, [plan.key], owner, plan.conversation,
+                             plan.turn)
         try:
             if limiter is None:
                 value = await runner.execute()

@@ -2,8 +2,8 @@
 
 A launch is refused with the first error `action:"validate"` would report (SUBAGENTS_SPEC A.12:
 empty, syntax, nested async, literal keys and boundary values), before anything starts. The
-snapshot pins the script, the pragma's workflow fields (`timeoutMs`) and the agent
-catalog (`agents.catalog_json`); the fields the first
+snapshot pins the script, the pragma's workflow fields (`timeoutMs`, `usageBudget`, `defaults`:
+the worker gets them at start) and the agent catalog (`agents.catalog_json`); the fields the first
 dialect's snapshot has are present too, so runs of both dialects are stored, listed and resumed
 alike.
 """
@@ -60,12 +60,6 @@ def launch_workflow_fields(script: str) -> dict[str, Any]:
         fields = workflow_fields(script)
     except WorkflowFieldsError as exc:
         raise WorkflowError("INVALID_METADATA", f"{exc.message} (line 1, column {exc.start + 1})") from None
-    if "defaults" in fields:
-        raise WorkflowError("INVALID_METADATA", "Workflow defaults are not applied by piflow yet; set the fields on "
-                                                "each runs.run / runs.all item instead.")
-    if "usageBudget" in fields:
-        raise WorkflowError("INVALID_METADATA", "usageBudget is not enforced by piflow yet; give the run a budget "
-                                                "instead: piflow run --budget '{\"tokens\": {\"hard\": N}}'.")
     return fields
 
 

@@ -110,6 +110,16 @@ def _lane(data: dict[str, Any]) -> LaneView:
     return LaneView(str(data.get("key")), str(data.get("state")), _text(data.get("failedStage")), stages)
 
 
+def lane_board(payload: Any) -> LaneBoardView | None:
+    """The board a `piflow:subagents-lanes` event carries (whole), or None for a malformed payload."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("call"), int):
+        return None
+    lanes = payload.get("lanes")
+    if not isinstance(lanes, list):
+        lanes = []
+    return LaneBoardView(payload["call"], [_lane(lane) for lane in lanes if isinstance(lane, dict)])
+
+
 def _child(agent: AgentRecord, started: dict[str, Any]) -> ChildView:
     key = agent.journal_path[len(_CHILD_PREFIX):] if agent.journal_path else agent.label or agent.name
     error = agent.error.get("message") if agent.error else None
@@ -130,7 +140,7 @@ def subagents_view(store: RunStore, run_id: str, state: RunState, agents: list[A
     """The pi-subagents part of a run's view, or None for a run with no child, host step, lane or emit."""
     started: dict[str, dict[str, Any]] = {}
     hosts: dict[str, dict[str, Any]] = {}
-    boards: dict[int, list[Any]] = {}
+    boards: dict[int, LaneBoardView] = {}
     emits: list[Any] = []
     console: list[ConsoleLineView] = []
     for event in store.events_of_types(run_id, (SUBAGENT_CHILD, SUBAGENT_HOST, SUBAGENT_LANES, SUBAGENT_EMIT,
@@ -140,8 +150,8 @@ def subagents_view(store: RunStore, run_id: str, state: RunState, agents: list[A
             started[str(payload.get("key"))] = payload
         elif event.type == SUBAGENT_HOST:
             hosts[str(payload.get("key"))] = payload
-        elif event.type == SUBAGENT_LANES and isinstance(payload.get("call"), int):
-            boards[payload["call"]] = payload.get("lanes") or []
+        elif event.type == SUBAGENT_LANES and (board := lane_board(payload)) is not None:
+            boards[board.call] = board
         elif event.type == SUBAGENT_EMIT:
             emits.append(payload.get("value"))
         elif event.type == RUN_LOG and isinstance(payload.get("console"), str):
@@ -166,8 +176,4 @@ def subagents_view(store: RunStore, run_id: str, state: RunState, agents: list[A
         )
         for key, data in hosts.items()
     ]
-    shown_boards = [
-        LaneBoardView(call, [_lane(lane) for lane in lanes if isinstance(lane, dict)])
-        for call, lanes in sorted(boards.items())
-    ]
-    return SubagentsView(children, host_steps, shown_boards, emits, console)
+    return SubagentsView(children, host_steps, [boards[call] for call in sorted(boards)], emits, console)

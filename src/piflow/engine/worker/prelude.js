@@ -721,6 +721,28 @@
     return earlier;
   };
 
+  // Workflow defaults (A.1): the pragma's `defaults` are every child's params unless the child sets
+  // them, merged before the checks so a bad default fails with the child's message. A resumed child
+  // takes only the controls of a continuation (and a default `gate`, which the checks then refuse).
+  const RESUME_DEFAULTS = ["gate", "timeoutMs", "toolBudget", "intercomBridge"];
+  const workflow = { defaults: {}, usageBudget: false };
+  const withDefaults = (params) => {
+    if (!isPlainRecord(params)) return params;
+    const resuming = hasOwn(params, "resume") && params.resume !== undefined;
+    const merged = {};
+    for (const field of objectKeys(workflow.defaults)) {
+      if (!resuming || RESUME_DEFAULTS.includes(field)) merged[field] = workflow.defaults[field];
+    }
+    for (const field of objectKeys(params)) merged[field] = params[field];
+    return merged;
+  };
+  // `async: true` (A.4) detaches a runs.run child only: a batch waits for its children.
+  const refuseDetached = (params, label) => {
+    if (params.async === true) {
+      throw subagentFailure(label + " async: true is supported on runs.run only; launch a detached child with runs.run(key, { async: true, ... }).");
+    }
+  };
+
   // The keyed-access guard of a runs.all result (A.5): an ordered array, not a key map.
   const orderedResults = (results, keys) => new NativeProxy(results, {
     get(target, property, receiver) {
@@ -732,15 +754,27 @@
   });
 
   const childCall = (items, batch) => call("children", ',"items":' + json(items) + ',"batch":' + (batch ? "true" : "false"));
-  const runChild = (key, params) => {
+  const runChild = (key, own) => {
     requireKey(key, "runs.run");
+    const params = withDefaults(own);
     checkChildParams(params, "runs.run");
     const text = canonical(params);
     const earlier = reuse(key, text);
     if (earlier !== null) return earlier.promise;
     const record = { kind: "run", key, observed: false };
     launches.push(record);
-    const promise = track(after(childCall([{ key, params }], false), (results) => results[0]), [record]);
+    let promise;
+    if (params.async !== true) promise = after(childCall([{ key, params }], false), (results) => results[0]);
+    else if (workflow.usageBudget) {
+      promise = apply(promiseReject, NativePromise, [subagentFailure("Run '" + key + "' failed: workflow usageBudget does not support async runs.run launches.")]);
+    } else {
+      // A detached child: a running receipt now; the host runs the child as a collected batch item
+      // (its failures never reject), and the run waits for it before it ends (`inFlight`).
+      after(childCall([{ key, params }], true), null, () => null);
+      const agent = typeof params.agent === "string" ? params.agent : undefined;
+      promise = apply(promiseResolve, NativePromise, [{ key, ok: false, state: "running", output: "", agent, async: true }]);
+    }
+    track(promise, [record]);
     invocations.set(key, { text, promise });
     return promise;
   };
@@ -755,14 +789,16 @@
       requireKey(item.key, label);
       const params = {};
       for (const field of objectKeys(item)) if (field !== "key") params[field] = item[field];
-      checkChildParams(params, label);
-      const text = canonical(params);
+      const merged = withDefaults(params);
+      checkChildParams(merged, label);
+      refuseDetached(merged, label);
+      const text = canonical(merged);
       if (seen.has(item.key) && seen.get(item.key) !== text) {
         throw subagentFailure("Duplicate workflow key '" + item.key + "' used with incompatible launch params.");
       }
       seen.set(item.key, text);
       reuse(item.key, text);
-      batch.push({ key: item.key, params, text });
+      batch.push({ key: item.key, params: merged, text });
     }
     const sent = childCall(batch.map(({ key, params }) => ({ key, params })), true);
     for (const { key, text } of batch) {
@@ -807,7 +843,8 @@
     return results.map(ref).join("\n");
   };
   // Hooks for `runs.lanes` and `runs.host`: an implementation receives {runs, invocations, track,
-  // launches, call, requireKey, checkChildParams, requireJson, subagentFailure} and returns the method.
+  // launches, call, requireKey, checkChildParams, requireJson, subagentFailure, withDefaults,
+  // refuseDetached} and returns the method.
   const subagentHooks = { lanes: null, host: null };
   const unavailable = (name) => () => { throw subagentFailure(name + " is unavailable in this host context."); };
 
@@ -875,11 +912,14 @@
         if (stageIndex === 0 && resume === "previous") throw subagentFailure(label + " cannot resume previous without a predecessor stage.");
         const params = {};
         for (const field of objectKeys(stage)) if (field !== "key" && field !== "resume") params[field] = stage[field];
-        tools.checkChildParams(resume === "previous" ? { ...params, resume } : params, label);
+        const merged = tools.withDefaults(resume === "previous" ? { ...params, resume } : params);
+        tools.checkChildParams(merged, label);
+        tools.refuseDetached(merged, label);
+        delete merged.resume;
         if (tools.invocations.has(child)) {
           throw subagentFailure("runs.lanes generated child key '" + child + "' is already used with incompatible launch params.");
         }
-        stages.push({ key: stage.key, previous: resume === "previous", params });
+        stages.push({ key: stage.key, previous: resume === "previous", params: merged });
       }
       plan.push({ key: lane.key, stages });
     }
@@ -933,6 +973,9 @@
       delete global[name];
     }
     thenHook = carryingThen;
+    const fields = isPlainRecord(config.workflow) ? config.workflow : {};
+    if (isPlainRecord(fields.defaults)) workflow.defaults = fields.defaults;
+    workflow.usageBudget = fields.usageBudget !== undefined;
     for (const name of ["all", "allSettled", "race", "any"]) wrapCombinator(name);
     const runs = {
       run: runChild,
@@ -944,7 +987,8 @@
       lanes: unavailable("runs.lanes"),
       host: unavailable("runs.host"),
     };
-    const tools = { runs, invocations, track, launches, call, requireKey, checkChildParams, requireJson, subagentFailure, observe };
+    const tools = { runs, invocations, track, launches, call, requireKey, checkChildParams, requireJson, subagentFailure, observe,
+      withDefaults, refuseDetached };
     if (typeof subagentHooks.lanes === "function") runs.lanes = subagentHooks.lanes(tools);
     if (typeof subagentHooks.host === "function") runs.host = subagentHooks.host(tools);
     fixGlobal("runs", freeze(runs));
