@@ -244,7 +244,6 @@ _CHILD_PARAMS: Final = (
           "(returns a new run id) or a keyed receipt (0.53+). Not with `agent`; needs a `task`."),
     Param("worktree", "boolean", "`true`: the child works in a git worktree of its own."),
     Param("toolBudget", "{ soft?, hard, block? }", "Limits the child's tool calls."),
-    Param("usageBudget", "object", "Limits the child's token and cost usage."),
     Param("toolTimeoutMs", "number", "Timeout of each of the child's tool calls, in milliseconds."),
     Param("timeoutMs", "number", "The child's own timeout, in milliseconds."),
     Param("label", "string", "Display only: how progress views name the child."),
