@@ -74,9 +74,9 @@ async def run_on_temporal(settings: Any, project: Path, script: str, answers: di
     async with TemporalRuns(settings, str(project)) as runs:
         run_id = await runs.launch(LaunchRequest(script=script, cwd=str(project), **fields))
         with anyio.fail_after(timeout):
-            while (snapshot := await runs.snapshot(run_id))["state"] not in ENDED:
-                for checkpoint in snapshot["checkpoints"]:
-                    if answers and checkpoint["name"] in answers:
-                        await runs.respond(run_id, checkpoint["name"], answers[checkpoint["name"]])
+            while (snapshot := await runs.snapshot(run_id)).state not in ENDED:
+                for checkpoint in snapshot.checkpoints:
+                    if answers and checkpoint.label in answers:
+                        await runs.respond(run_id, checkpoint.label, answers[checkpoint.label])
                 await anyio.sleep(0.1)
-    return Outcome(snapshot["state"], snapshot["result"], snapshot["error"], snapshot["usage"])
+    return Outcome(snapshot.state, snapshot.result, snapshot.error, snapshot.usage)

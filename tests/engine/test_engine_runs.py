@@ -222,6 +222,17 @@ async def test_run_view_has_budget_and_checkpoints(engine: Engine, launch, store
     assert (await finished(engine, run_id)).result == "approved"
 
 
+async def test_a_conversation_continues_after_a_checkpoint_on_either_executor(run_script: RunScript) -> None:
+    script = """
+    const dev = conversation("dev", {label: "dev"});
+    const one = await dev.run("first");
+    await checkpoint({name: "go", prompt: "Continue?", context: null});
+    return [one, await dev.run("second")];
+    """
+    outcome = await run_script(script, answers={"go": True})
+    assert (outcome.state, outcome.result) == ("completed", ["[scripted] first", "[scripted] second"]), outcome.error
+
+
 async def test_conversation_turns_are_journaled_per_turn_and_replayed(
     project: Path, store: RunStore
 ) -> None:

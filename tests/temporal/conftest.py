@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backends.chat_server import ChatServer
 from temporal_cluster import DevServer, Workers, temporal_binary
 
 
@@ -31,3 +32,14 @@ def workers(dev_server: DevServer, tmp_path: Path) -> Iterator[Workers]:
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    """A chat-completions server on loopback (tests/backends/chat_server.py) for agents on workers."""
+    server = ChatServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

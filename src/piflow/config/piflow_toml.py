@@ -80,6 +80,11 @@ class TemporalSection(_Strict):
         default=None, min_length=1,
         description="Name of the environment variable holding the cluster's API key (keys never go in files).",
     )
+    worktrees: str | None = Field(
+        default=None, min_length=1,
+        description="`piflow worker`: its own clone of the repository (the project directory in it), where "
+        "withWorktree agents run; their branches are pushed to the clone's origin (default: the run's directory).",
+    )
 
 
 class DialectsSection(_Strict):

@@ -328,7 +328,7 @@ def load_project_config(
         aliases.update(file.model_aliases)
     executor = first(lambda file: file.piflow.executor)
     temporal: dict[str, Any] = {}
-    for key in ("address", "namespace", "task_queue", "tls", "api_key_env"):
+    for key in ("address", "namespace", "task_queue", "tls", "api_key_env", "worktrees"):
         setting = first(lambda file, key=key: getattr(file.temporal, key))  # type: ignore[misc]
         if setting is not None:
             temporal[key] = setting[0]

@@ -9,14 +9,31 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from piflow.analysis.budget import validate_budget
+from piflow.analysis.budget import (
+    budget_relaxed,
+    merge_budget,
+    resume_budget_allowed,
+    validate_budget,
+    validate_budget_patch,
+)
+from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import load_environment
-from piflow.engine.lifecycle import AGENT_SETTLED, AgentState, CheckpointState, RunState
+from piflow.engine.lifecycle import (
+    AGENT_SETTLED,
+    IRREVERSIBLE,
+    AgentState,
+    CheckpointState,
+    DecisionState,
+    RunState,
+)
 from piflow.engine.snapshot import build_snapshot
+from piflow.engine.store.records import RunRecord
 from piflow.engine.temporal.settings import TemporalSettings, connect, ensure_search_attributes
 from piflow.engine.temporal.wire import (
+    BUDGET_UPDATE,
     CONTROL_SIGNAL,
     PROJECT_ATTRIBUTE,
     RESPOND_UPDATE,
@@ -27,7 +44,16 @@ from piflow.engine.temporal.wire import (
     RunSnapshot,
     RunStart,
 )
-from piflow.engine.views import AgentView, BudgetView, CheckpointView, RunSummaryView, RunView
+from piflow.engine.views import (
+    AgentDetailView,
+    AgentView,
+    BudgetView,
+    CheckpointView,
+    OutputView,
+    ProposalView,
+    RunSummaryView,
+    RunView,
+)
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -62,7 +88,11 @@ class TemporalRuns:
         """Validate and snapshot here (as the embedded engine does), then start the run's workflow."""
         from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
-        env = load_environment(request.cwd)
+        from piflow.engine.extensions import load_extensions
+
+        extensions = load_extensions()  # the workers' (installed alike): their tools and workflows are known
+        env = load_environment(request.cwd).with_extension_tools(frozenset(extensions.tools))
+        env = replace(env, workflows={**extensions.workflows, **env.workflows})
         budget = validate_budget(request.budget) if request.budget is not None else None
         concurrency = request.concurrency if request.concurrency is not None else env.concurrency
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 16:
@@ -128,9 +158,14 @@ class TemporalRuns:
     def _handle(self, run_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(_ID_PREFIX + run_id)
 
-    async def snapshot(self, run_id: str) -> RunSnapshot:
-        """The run as its workflow knows it (a query: a worker answers it, replaying a closed run)."""
-        result: RunSnapshot = await self._handle(run_id).query(SNAPSHOT_QUERY, result_type=RunSnapshot)
+    async def snapshot(self, run_id: str, *, timeout: float | None = None) -> RunSnapshot:
+        """The run as its workflow knows it (a query: a worker answers it, replaying a closed run);
+        `timeout`: how long to wait for a worker to answer (default: the SDK's)."""
+        from datetime import timedelta
+
+        result: RunSnapshot = await self._handle(run_id).query(
+            SNAPSHOT_QUERY, result_type=RunSnapshot,
+            rpc_timeout=None if timeout is None else timedelta(seconds=timeout))
         return result
 
     async def view(self, run_id: str) -> RunView:
@@ -152,9 +187,80 @@ class TemporalRuns:
         """pause, resume or stop."""
         await self._handle(run_id).signal(CONTROL_SIGNAL, action)
 
+    async def pause(self, run_id: str) -> RunState:
+        """Pause a running run: `pausing` while its running agents finish, then `paused` (spec F.1)."""
+        state = (await self.snapshot(run_id)).state
+        if state != RunState.RUNNING:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {state} run")
+        await self.control(run_id, "pause")
+        return RunState.PAUSING
 
-def run_view_of(snapshot: RunSnapshot) -> RunView:
-    """The engine's typed view of a run from its workflow's snapshot."""
+    async def stop(self, run_id: str) -> ControlOutcome:
+        """Stop a run (a budget-exhausted one too); a completed, failed or stopped run stays as it is."""
+        state = (await self.snapshot(run_id)).state
+        if state in IRREVERSIBLE:
+            return ControlOutcome(state, run_id=run_id, stopped=False, reason="already_terminal")
+        await self.control(run_id, "stop")
+        return ControlOutcome(RunState.STOPPED, run_id=run_id, stopped=True)
+
+    async def resume(self, run_id: str, patch: Any = None) -> ControlOutcome:
+        """Resume a paused run, or an exhausted one under its budget changed by `patch`, as the embedded
+        engine does (spec H): a relaxed budget is a proposal that waits for `piflow budget approve`."""
+        snapshot = await self.snapshot(run_id)
+        if snapshot.state in (RunState.PAUSED, RunState.PAUSING):
+            if patch is not None:
+                raise WorkflowError("RESUME_INCOMPATIBLE",
+                                    "Only budget-exhausted runs can be resumed with a budget patch")
+            await self.control(run_id, "resume")
+            return ControlOutcome(RunState.RUNNING, run_id=run_id)
+        if snapshot.state != RunState.BUDGET_EXHAUSTED:
+            if patch is not None:
+                raise WorkflowError("RESUME_INCOMPATIBLE",
+                                    "Only budget-exhausted runs can be resumed with workflow_resume")
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot resume {snapshot.state} run")
+        current = snapshot.budget or {}
+        proposed = merge_budget(current, validate_budget_patch(patch)) if patch is not None else current
+        if not resume_budget_allowed(proposed, snapshot.usage):
+            raise WorkflowError("RESUME_INCOMPATIBLE",
+                                "Every exhausted hard budget must be raised above retained usage or removed")
+        if not budget_relaxed(current, proposed):
+            await self._budget(run_id, "apply", None, dict(proposed))
+            return ControlOutcome(RunState.RUNNING, run_id=run_id)
+        from piflow.engine.engine import proposal_message
+
+        proposal_id = str(uuid.uuid4())
+        await self._budget(run_id, "propose", proposal_id, dict(proposed))
+        payload = {"proposalId": proposal_id, "consumed": snapshot.usage, "previous": current, "proposed": proposed}
+        record = RunRecord(id=run_id, workflow_name=snapshot.workflow_name, cwd=snapshot.cwd,
+                           state=RunState.BUDGET_EXHAUSTED, concurrency=1, backend="temporal")
+        return ControlOutcome(RunState.BUDGET_EXHAUSTED, run_id=run_id, proposal_id=proposal_id,
+                              message=proposal_message(record, payload))
+
+    async def decide(self, run_id: str, proposal_id: str, approved: bool) -> ControlOutcome:
+        """Approve (the run goes on under the proposed budget) or reject a budget proposal."""
+        state = await self._budget(run_id, "approve" if approved else "reject", proposal_id, None)
+        if state == RunState.RUNNING:
+            return ControlOutcome(RunState.RUNNING, run_id=run_id, approved=True, reason="approved")
+        reason = "rejected" if state == RunState.BUDGET_EXHAUSTED else "proposal_not_pending"
+        return ControlOutcome(RunState.BUDGET_EXHAUSTED, run_id=run_id, approved=False, reason=reason)
+
+    async def _budget(self, run_id: str, action: str, proposal_id: str | None, limits: dict[str, Any] | None) -> str:
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            state: str = await self._handle(run_id).execute_update(BUDGET_UPDATE, args=[action, proposal_id, limits])
+        except RPCError as exc:  # the run has ended: nothing is exhausted or proposed any more
+            if exc.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            state = "not_pending" if action in ("approve", "reject") else "not_budget_exhausted"
+        if state == "not_budget_exhausted":
+            raise WorkflowError("RESUME_INCOMPATIBLE", "Only budget-exhausted runs can be resumed with workflow_resume")
+        return state
+
+
+def run_view_of(snapshot: RunSnapshot, *, details: bool = False) -> RunView:
+    """The engine's typed view of a run from its workflow's snapshot; with `details` (`piflow.showRun`),
+    agents as detail views (without outputs and attempts: the snapshot does not carry them)."""
     run_id = snapshot.run_id
     agents = [
         AgentView(
@@ -173,12 +279,16 @@ def run_view_of(snapshot: RunSnapshot) -> RunView:
         agents_settled=sum(1 for a in agents if a.state in AGENT_SETTLED), cost_usd=usage.get("costUsd", 0),
         tokens=usage.get("tokens", 0), created_at=snapshot.created_at, updated_at=snapshot.updated_at,
     )
+    agent_list: list[AgentView | AgentDetailView] = [
+        AgentDetailView(agent, OutputView(preview=None), [], None) if details else agent for agent in agents]
     return RunView(
-        summary=summary, error=snapshot.error, warnings=[], agent_list=agents,
-        budget=BudgetView(limits=snapshot.budget or {}, version=1, usage=usage, events=snapshot.budget_events),
+        summary=summary, error=snapshot.error, warnings=[], agent_list=agent_list,
+        budget=BudgetView(limits=snapshot.budget or {}, version=snapshot.budget_version, usage=usage,
+                          events=snapshot.budget_events),
         checkpoints=[CheckpointView(c.label, c.prompt, c.context, CheckpointState.AWAITING)
                      for c in snapshot.checkpoints],
-        proposals=[], worktrees=[], result=snapshot.result,
+        proposals=[ProposalView(p["proposalId"], DecisionState.PENDING, p) for p in snapshot.proposals],
+        worktrees=[], result=snapshot.result,
     )
 
 

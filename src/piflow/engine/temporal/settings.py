@@ -20,6 +20,8 @@ class TemporalSettings:
     task_queue: str = "piflow"
     tls: bool | None = None
     api_key_env: str | None = None
+    worktrees: str | None = None
+    """A worker's clone of the repository for withWorktree agents (`attempt.py`); None: the run's directory."""
 
     @classmethod
     def for_project(cls, cwd: str, **overrides: Any) -> TemporalSettings:

@@ -25,19 +25,21 @@ from piflow.engine.backends.base import AttemptControl, AttemptRequest, Usage
 from piflow.engine.environment import load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.journal import checkpoint_path
-from piflow.engine.lifecycle import RunState
+from piflow.engine.lifecycle import RunState, WorktreeState
 from piflow.engine.runs import ActiveRun
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import resolution_context, script_body
-from piflow.engine.store import AgentRecord, RunRecord, RunStore
+from piflow.engine.store import AgentRecord, RunRecord, RunStore, WorktreeRecord
 from piflow.engine.temporal.wire import (
     AttemptOutcome,
+    ConversationHead,
     JournalEntry,
     PendingAttempt,
     PendingCheckpoint,
     StepInput,
     StepResult,
 )
+from piflow.engine.worktrees import RunWorktrees, branch_prefix, worktree_key
 from piflow.errors import WorkflowError
 
 QUIET_SECONDS = 0.15
@@ -67,6 +69,19 @@ class _Discovery(FairScheduler):
         return None
 
 
+class _WorkerWorktrees(RunWorktrees):
+    """A step makes no worktree: the worker that runs an attempt checks out its scope's branch in
+    its own clone (`attempt.py`), so the step only names the scope (`PendingAttempt.worktree_owner`)."""
+
+    async def ensure_async(self, owner: str) -> tuple[WorktreeRecord, bool]:
+        branch = f"{branch_prefix(self.run_id)}/{worktree_key(self.run_id, owner)}"
+        return WorktreeRecord(run_id=self.run_id, owner=owner, path="", branch=branch, base="",
+                              cwd=str(self._launch_cwd), state=WorktreeState.READY), False
+
+    async def commit_attempt_async(self, owner: str) -> None:
+        return None  # the worker committed and pushed the attempt's work
+
+
 class _ParkingBackend:
     """Answers attempts with the outcomes the workflow recorded; parks the rest."""
 
@@ -92,9 +107,17 @@ class _ParkingBackend:
                 label=request.label,
                 role=request.role,
                 model=str(request.model),
+                worktree_owner=runner.record.worktree_owner,
+                conversation_state=control.conversation_state() if request.conversation else None,
             )
             await anyio.sleep_forever()
         assert outcome is not None
+        if outcome.system_prompt is not None:
+            control.system_prompt(outcome.system_prompt)
+        if outcome.transcript_path is not None:
+            control.transcript(outcome.transcript_path, outcome.session_id)
+        if outcome.conversation_head is not None:
+            control.save_conversation_state(outcome.conversation_head)
         control.after_turn(Usage(outcome.tokens_input, outcome.tokens_output, cost_usd=outcome.cost_usd), True)
         if outcome.error is not None:
             if outcome.error["code"] == "BUDGET_EXHAUSTED":
@@ -103,7 +126,8 @@ class _ParkingBackend:
         return outcome.value
 
 
-def _extensions_once() -> ExtensionRegistry:
+def worker_extensions() -> ExtensionRegistry:
+    """The extensions installed on this worker, loaded once (steps and attempts share them)."""
     global _extensions
     if _extensions is None:
         _extensions = load_extensions()
@@ -123,6 +147,7 @@ def _seed(store: RunStore, step: StepInput) -> RunRecord:
         backend=str(snapshot.get("backend") or "scripted"),
         script_path=start.script_path,
         budget=start.budget,
+        budget_version=start.budget_version,
     )
     with store.batch():
         store.create_run(record, snapshot["script"], snapshot)
@@ -131,6 +156,8 @@ def _seed(store: RunStore, step: StepInput) -> RunRecord:
             store.journal_put(start.run_id, entry.path, entry.value, entry.kind)
         for event in step.budget_events:
             store.add_budget_event(start.run_id, event)
+        for head in step.conversations:
+            store.put_conversation_head(start.run_id, head.conversation, head.turn, head.state)
     stored = store.get_run(start.run_id)
     assert stored is not None
     return stored
@@ -155,8 +182,9 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
             resolution=resolution_context(start.snapshot, env),
             resumed=False,
             notify=lambda _run, _message, _kind: None,
-            extensions=_extensions_once(),
+            extensions=worker_extensions(),
         )
+        run.worktrees = _WorkerWorktrees(run.id, start.cwd, scratch)
         backend.run = run
 
         async def drive() -> Any:
@@ -164,13 +192,13 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
                 return await run.execute()
 
         task = asyncio.ensure_future(drive())
-        await _until_blocked(task, run, backend, store, heartbeat)
-        result = StepResult(finished=task.done(), phase=run.phase)
+        runaway = not await _until_blocked(task, run, backend, store, heartbeat, start.step_limit)
+        result = StepResult(finished=task.done() or runaway, phase=run.phase)
         run.flush()
         waiting_paths = {key.rsplit("@", 1)[0] for key in step.waiting}
         agents = [_agent_json(agent) for agent in store.agents(start.run_id)  # before cancelling settles them
                   if agent.journal_path not in waiting_paths]
-        if not result.finished:
+        if not task.done():
             run.scope.cancel()
         try:
             value = await task
@@ -180,6 +208,10 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
         except WorkflowError as exc:
             if result.finished:
                 result.error = exc.to_json()
+        if runaway:
+            result.value, result.error = None, WorkflowError("WORKER_UNRESPONSIVE", (
+                f"The script ran {start.step_limit:g} seconds without waiting for an agent or a checkpoint "
+                "(a runaway loop?); a run on Temporal must wait within that time")).to_json()
         seeded = {entry.path for entry in step.journal}
         result.journal = [JournalEntry(path, kind, value)
                           for path, (kind, value) in store.operations(start.run_id).items() if path not in seeded]
@@ -191,7 +223,19 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
         result.usage = run.budget.snapshot_usage()
         result.budget_events = store.budget_events(start.run_id)
         result.agents = agents
+        result.conversations = _new_heads(store, step, run)
         return result
+
+
+def _new_heads(store: RunStore, step: StepInput, run: ActiveRun) -> list[ConversationHead]:
+    """The heads saved with turns this step journaled (the workflow keeps them for later turns)."""
+    seeded = {(head.conversation, head.turn) for head in step.conversations}
+    heads = []
+    for name in sorted({runner.conversation for runner in run.agents.values() if runner.conversation is not None}):
+        head = store.conversation_head(run.id, name)
+        if head is not None and (name, head[0]) not in seeded:
+            heads.append(ConversationHead(name, head[0], head[1]))
+    return heads
 
 
 def _agent_json(agent: AgentRecord) -> dict[str, Any]:
@@ -200,14 +244,16 @@ def _agent_json(agent: AgentRecord) -> dict[str, Any]:
             "structuralPath": agent.structural_path, "tools": agent.tools}
 
 
-async def _until_blocked(
-    task: asyncio.Future[Any], run: ActiveRun, backend: _ParkingBackend, store: RunStore, heartbeat: Callable[[], None]
-) -> None:
-    """Return when the script finished, or has waited on parked operations only for QUIET_SECONDS."""
+async def _until_blocked(task: asyncio.Future[Any], run: ActiveRun, backend: _ParkingBackend, store: RunStore,
+                         heartbeat: Callable[[], None], limit: float) -> bool:
+    """True when the script finished, or has waited on parked operations only for QUIET_SECONDS;
+    False when it did neither within `limit` seconds (a runaway script)."""
     loop = asyncio.get_running_loop()
     last: tuple[int, ...] = ()
-    quiet_since = loop.time()
+    quiet_since = began = loop.time()
     while not task.done():
+        if loop.time() - began > limit:
+            return False
         await asyncio.wait({task}, timeout=_POLL_SECONDS)
         heartbeat()
         waiting = len(backend.parked) + len(run.waiting_checkpoints)
@@ -215,4 +261,5 @@ async def _until_blocked(
         if seen != last:
             last, quiet_since = seen, loop.time()
         elif waiting and loop.time() - quiet_since >= QUIET_SECONDS:
-            return
+            return True
+    return True

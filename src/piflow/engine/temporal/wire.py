@@ -14,9 +14,15 @@ ATTEMPT_ACTIVITY = "piflow.attempt"
 SNAPSHOT_QUERY = "snapshot"
 RESPOND_UPDATE = "respond"
 CONTROL_SIGNAL = "control"
+BUDGET_UPDATE = "budget"
 PROJECT_ATTRIBUTE = "PiflowProject"
 SCRIPT_ATTRIBUTE = "PiflowScript"
 STATE_ATTRIBUTE = "PiflowState"
+HISTORY_LIMIT = 10_000
+"""History events after which a run's workflow continues as new, carrying its state (`RunStart.history_limit`)."""
+STEP_LIMIT = 300.0
+"""Seconds a step may run the script without it waiting on anything (`RunStart.step_limit`): a runaway
+script then fails the run (WORKER_UNRESPONSIVE) instead of holding the workflow's step for good."""
 
 
 @dataclass
@@ -39,6 +45,13 @@ class AttemptOutcome:
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
+    conversation_head: dict[str, Any] | None = None
+    """The conversation state the backend saved in this attempt (journaled with the turn when it succeeds)."""
+    system_prompt: str | None = None
+    transcript_path: str | None = None
+    session_id: str | None = None
+    rate_limited: str | None = None
+    """The provider's rate-limit message: the workflow pauses the run and runs this attempt again on resume."""
 
 
 @dataclass
@@ -52,6 +65,19 @@ class PendingAttempt:
     label: str
     role: str | None
     model: str | None
+    worktree_owner: str | None = None
+    """The `withWorktree` scope: the worker runs the attempt in that scope's branch (`attempt.py`)."""
+    conversation_state: dict[str, Any] | None = None
+    """The head of the attempt's conversation from earlier turns (the run's journaled state)."""
+
+
+@dataclass
+class ConversationHead:
+    """The state a conversation's backend saved after `turn` (AttemptControl.save_conversation_state)."""
+
+    conversation: str
+    turn: int
+    state: dict[str, Any]
 
 
 @dataclass
@@ -60,6 +86,24 @@ class PendingCheckpoint:
     path: str
     prompt: Any
     context: Any
+
+
+@dataclass
+class Carried:
+    """What a run's workflow hands the next run of itself when it continues as new (long runs)."""
+
+    journal: list[JournalEntry]
+    outcomes: list[AttemptOutcome]
+    conversations: list[ConversationHead]
+    queue: list[PendingAttempt]
+    checkpoints: list[PendingCheckpoint]
+    agents: list[dict[str, Any]]
+    usage: dict[str, Any]
+    budget_events: list[dict[str, Any]]
+    state: str
+    phase: str | None
+    paused: bool
+    updated_at: float
 
 
 @dataclass
@@ -74,6 +118,12 @@ class RunStart:
     budget: dict[str, Any] | None
     concurrency: int
     created_at: float
+    history_limit: int = field(default_factory=lambda: HISTORY_LIMIT)
+    step_limit: float = field(default_factory=lambda: STEP_LIMIT)
+    carried: Carried | None = None
+    """The run's state so far when its workflow continued as new; None at launch."""
+    budget_version: int = 1
+    """Raised with the limits (`budget` above) by each budget change after an exhaustion (spec H)."""
 
 
 @dataclass
@@ -89,6 +139,8 @@ class StepInput:
     waiting: list[str] = field(default_factory=list)
     """`path@attempt` of the attempts the workflow already runs or queued: the step leaves them out of
     its result, so a step's result stays small while a big fan-out runs (Temporal's payload limits)."""
+    conversations: list[ConversationHead] = field(default_factory=list)
+    """The journaled conversation heads (each conversation's latest), for the turns still to run."""
 
 
 @dataclass
@@ -103,9 +155,11 @@ class StepResult:
     checkpoints: list[PendingCheckpoint] = field(default_factory=list)
     phase: str | None = None
     agents: list[dict[str, Any]] = field(default_factory=list)
+    """The step's view of the agents it started or replayed attempts of (not journaled ones)."""
     usage: dict[str, Any] = field(default_factory=dict)
     budget_events: list[dict[str, Any]] = field(default_factory=list)
-    """The step's view of the agents it started or replayed attempts of (not journaled ones)."""
+    conversations: list[ConversationHead] = field(default_factory=list)
+    """Conversation heads saved with the turns this step journaled."""
 
 
 @dataclass
@@ -140,3 +194,6 @@ class RunSnapshot:
     result: Any
     agents: list[dict[str, Any]]
     checkpoints: list[PendingCheckpoint]
+    budget_version: int = 1
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    """Budget adjustments waiting for `piflow budget approve|reject` (spec H proposal fields)."""

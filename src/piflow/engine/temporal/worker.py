@@ -26,12 +26,18 @@ async def step(inp: StepInput) -> StepResult:
     return await run_step(inp)
 
 
-@activity.defn(name=ATTEMPT_ACTIVITY)
-async def attempt(inp: AttemptInput) -> AttemptOutcome:
-    def beat(text: Any) -> None:
-        activity.heartbeat(text)
+class Attempts:
+    """The attempt activity of one worker: it knows where this worker checks out worktrees."""
 
-    return await run_attempt(inp, beat)
+    def __init__(self, worktrees: str | None) -> None:
+        self.worktrees = worktrees
+
+    @activity.defn(name=ATTEMPT_ACTIVITY)
+    async def attempt(self, inp: AttemptInput) -> AttemptOutcome:
+        def beat(text: Any) -> None:
+            activity.heartbeat(text)
+
+        return await run_attempt(inp, beat, self.worktrees)
 
 
 async def serve(settings: TemporalSettings, *, max_agents: int, ready: Any = None) -> None:
@@ -42,7 +48,7 @@ async def serve(settings: TemporalSettings, *, max_agents: int, ready: Any = Non
         client,
         task_queue=settings.task_queue,
         workflows=[RunWorkflow],
-        activities=[step, attempt],
+        activities=[step, Attempts(settings.worktrees).attempt],
         max_concurrent_activities=max_agents,
     )
     if ready is not None:

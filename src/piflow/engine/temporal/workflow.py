@@ -11,6 +11,7 @@ agent. Pause, resume and stop are the `control` signal; cancelling the workflow 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from piflow.engine.temporal.wire import (
         ATTEMPT_ACTIVITY,
+        BUDGET_UPDATE,
         CONTROL_SIGNAL,
         RESPOND_UPDATE,
         SNAPSHOT_QUERY,
@@ -29,6 +31,8 @@ with workflow.unsafe.imports_passed_through():
         WORKFLOW_NAME,
         AttemptInput,
         AttemptOutcome,
+        Carried,
+        ConversationHead,
         JournalEntry,
         PendingAttempt,
         PendingCheckpoint,
@@ -42,6 +46,8 @@ STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A worker that stops heartbeating an attempt for this long is presumed dead: the attempt moves on."""
 _FINAL = {"BUDGET_EXHAUSTED": "budget_exhausted", "CANCELLED": "stopped"}
+_CLOCK_STATES = ("running", "pausing")
+"""The states whose wall time counts as the run's `durationMs` (spec H)."""
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -65,11 +71,21 @@ class RunWorkflow:
         self._error: dict[str, Any] | None = None
         self._updated_at = 0.0
         self._budget_events: list[dict[str, Any]] = []
+        self._conversations: dict[str, ConversationHead] = {}
+        self._running: dict[tuple[str, int], PendingAttempt] = {}
+        self._draining = False
+        self._clock_since: float | None = None
+        self._proposals: dict[str, dict[str, Any]] = {}
+        self._budget_changed = False
 
     @workflow.run
     async def run(self, start: RunStart) -> RunSnapshot:
         self._start = start
         self._updated_at = start.created_at
+        if start.carried is not None:
+            self._resume_from(start.carried)
+        if self._state in _CLOCK_STATES:
+            self._clock_since = workflow.now().timestamp()
         try:
             await self._drive(start)
         except asyncio.CancelledError:  # the workflow was cancelled: the run stops, its record stays
@@ -78,22 +94,33 @@ class RunWorkflow:
 
     async def _drive(self, start: RunStart) -> None:
         while True:
+            assert self._start is not None
+            start = self._start  # a budget change after an exhaustion replaces it
             await workflow.wait_condition(lambda: not self._paused or self._stopping)
             if self._stopping:
                 self._stop_now()
                 return
+            if self._history_full():
+                await self._drain()
+                if not self._stopping:
+                    workflow.continue_as_new(replace(start, carried=self._carried()))
             self._news = self._answered = 0  # completions and answers from now on are news to this step
             step = await workflow.execute_local_activity(
                 STEP_ACTIVITY,
                 StepInput(start, list(self._journal.values()), list(self._outcomes.values()), self._journaled_usage(),
                           self._budget_events,
-                          [f"{path}@{attempt}" for path, attempt in [*self._in_flight, *self._queued()]]),
+                          [f"{path}@{attempt}" for path, attempt in [*self._in_flight, *self._queued()]],
+                          list(self._conversations.values())),
                 result_type=StepResult,
-                start_to_close_timeout=timedelta(minutes=30),
+                start_to_close_timeout=timedelta(seconds=start.step_limit + 60),  # the step stops at step_limit
                 retry_policy=RetryPolicy(maximum_attempts=3),
             )
             self._absorb(step)
             if step.finished:
+                if step.error is not None and step.error["code"] == "BUDGET_EXHAUSTED":
+                    if await self._budget_raised(step):
+                        continue
+                    return
                 self._finish(step)
                 return
             if not (self._in_flight or self._queue or self._checkpoints or self._news):
@@ -117,15 +144,26 @@ class RunWorkflow:
         """The usage of every attempt of a journaled agent: a step replays the usage of the others."""
         done = [o for o in self._outcomes.values() if o.path in self._journal]
         return {"tokens": sum(o.tokens_input + o.tokens_output for o in done), "costUsd": sum(o.cost_usd for o in done),
-                "durationMs": 0, "agentLaunches": len(done)}
+                "durationMs": self._usage_now()["durationMs"], "agentLaunches": len(done)}
+
+    def _usage_now(self) -> dict[str, Any]:
+        """The run's usage, `durationMs` measured by the workflow's clock (replay-safe)."""
+        usage = dict(self._usage)
+        if self._clock_since is not None:
+            usage["durationMs"] += int((workflow.now().timestamp() - self._clock_since) * 1000)
+        return usage
 
     def _absorb(self, step: StepResult) -> None:
         self._phase = step.phase or self._phase
+        duration = self._usage["durationMs"]  # the workflow's clock, not the step's
         self._usage = step.usage or self._usage
+        self._usage["durationMs"] = duration
         self._budget_events = step.budget_events
         for agent in step.agents:
             view = self._agents.setdefault(agent["path"], {"tokens": 0, "costUsd": 0.0})
             view.update({k: v for k, v in agent.items() if k not in ("tokens", "costUsd")})
+        for head in step.conversations:
+            self._conversations[head.conversation] = head
         for entry in step.journal:
             self._journal[entry.path] = entry
             if entry.path in self._agents:
@@ -150,14 +188,57 @@ class RunWorkflow:
             self._error = step.error
             self._set_state(_FINAL.get(step.error["code"], "failed"))
 
+    # -- long runs -----------------------------------------------------------------------------
+    def _history_full(self) -> bool:
+        """Continue as new past `RunStart.history_limit` events (10,000 by default), or when the
+        server suggests it (history size): Temporal fails a workflow whose history passes 51,200."""
+        assert self._start is not None
+        info = workflow.info()
+        return info.get_current_history_length() >= self._start.history_limit or info.is_continue_as_new_suggested()
+
+    async def _drain(self) -> None:
+        """Let the attempts in flight finish (a new history would lose their results); start none."""
+        self._draining = True
+        await workflow.wait_condition(lambda: not self._in_flight or self._stopping)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    def _carried(self) -> Carried:
+        return Carried(list(self._journal.values()), list(self._outcomes.values()), list(self._conversations.values()),
+                       list(self._queue), list(self._checkpoints.values()), list(self._agents.values()),
+                       self._usage, self._budget_events, self._state, self._phase, self._paused, self._updated_at)
+
+    def _resume_from(self, carried: Carried) -> None:
+        """Take over the state the previous history of this run carried (`_carried`)."""
+        self._journal = {entry.path: entry for entry in carried.journal}
+        self._outcomes = {(o.path, o.attempt): o for o in carried.outcomes}
+        self._conversations = {head.conversation: head for head in carried.conversations}
+        self._queue = list(carried.queue)
+        self._checkpoints = {c.label: c for c in carried.checkpoints}
+        self._agents = {agent["path"]: agent for agent in carried.agents}
+        self._usage, self._budget_events = carried.usage, carried.budget_events
+        self._state, self._phase, self._paused = carried.state, carried.phase, carried.paused
+        self._updated_at = carried.updated_at
+
     # -- attempts ------------------------------------------------------------------------------
     def _launch(self) -> None:
         assert self._start is not None
-        while self._queue and len(self._in_flight) < self._start.concurrency and not self._paused:
-            pending = self._queue.pop(0)
+        while len(self._in_flight) < self._start.concurrency and not (self._paused or self._draining):
+            pending = self._next_attempt()
+            if pending is None:
+                return
             key = (pending.path, pending.attempt)
             self._agents[pending.path]["state"] = "running" if pending.attempt == 1 else "retrying"
+            self._running[key] = pending
             self._in_flight[key] = asyncio.ensure_future(self._attempt(pending))
+
+    def _next_attempt(self) -> PendingAttempt | None:
+        """The first queued attempt whose `withWorktree` scope has none in flight: a scope's attempts
+        take turns on its branch (each checks it out on its worker and pushes it back)."""
+        busy = {p.worktree_owner for p in self._running.values() if p.worktree_owner is not None}
+        for index, pending in enumerate(self._queue):
+            if pending.worktree_owner is None or pending.worktree_owner not in busy:
+                return self._queue.pop(index)
+        return None
 
     async def _attempt(self, pending: PendingAttempt) -> None:
         assert self._start is not None
@@ -169,7 +250,7 @@ class RunWorkflow:
             outcome = await workflow.execute_activity(
                 ATTEMPT_ACTIVITY,
                 AttemptInput(pending, str(snapshot.get("backend") or "scripted"), snapshot.get("fixtures"),
-                             self._start.budget, dict(self._usage)),
+                             self._start.budget, self._usage_now()),
                 result_type=AttemptOutcome,
                 activity_id=f"{pending.path}@{pending.attempt}",
                 start_to_close_timeout=timeout,
@@ -183,6 +264,16 @@ class RunWorkflow:
                 "code": "AGENT_FAILED", "message": str(exc.cause or exc)})
         finally:
             self._in_flight.pop(key, None)
+            self._running.pop(key, None)
+        if self._paused and self._state == "pausing" and not self._in_flight:
+            self._set_state("paused")  # the last running agent finished (spec F.1)
+        if outcome.rate_limited is not None:  # as the embedded engine: pause; resuming runs the attempt again
+            self._queue.insert(0, pending)
+            self._agents[pending.path]["state"] = "queued"
+            if not self._paused:
+                self._paused = True
+                self._set_state("paused")
+            return
         self._outcomes[key] = outcome
         self._usage["tokens"] += outcome.tokens_input + outcome.tokens_output
         self._usage["costUsd"] += outcome.cost_usd
@@ -190,6 +281,8 @@ class RunWorkflow:
                                                       "costUsd": 0.0})
         view["tokens"] += outcome.tokens_input + outcome.tokens_output
         view["costUsd"] += outcome.cost_usd
+        if outcome.error is None and self._paused:
+            view["state"] = "completed"  # no step runs while paused: show what the finished agents did
         self._news += 1
         self._launch()
 
@@ -206,6 +299,10 @@ class RunWorkflow:
 
     def _set_state(self, state: str) -> None:
         if state != self._state:
+            now = workflow.now().timestamp()
+            if self._clock_since is not None:
+                self._usage["durationMs"] += int((now - self._clock_since) * 1000)
+            self._clock_since = now if state in _CLOCK_STATES else None
             self._state = state
             workflow.upsert_search_attributes([STATE.value_set(state)])
         self._updated_at = workflow.now().timestamp()
@@ -224,12 +321,14 @@ class RunWorkflow:
 
     @workflow.signal(name=CONTROL_SIGNAL)
     def control(self, action: str) -> None:
-        """pause, resume or stop, as `piflow pause/resume/stop` ask."""
-        if self._state in ("completed", "failed", "stopped", "budget_exhausted"):
+        """pause, resume or stop, as `piflow pause/resume/stop` ask. A pause lets the running agents
+        finish (`pausing`, then `paused`) and starts no other; a budget-exhausted run can only stop."""
+        if self._state in ("completed", "failed", "stopped") or (
+                self._state == "budget_exhausted" and action != "stop"):
             return
-        if action == "pause":
+        if action == "pause" and self._state == "running":
             self._paused = True
-            self._set_state("paused")
+            self._set_state("pausing" if self._in_flight else "paused")
         elif action == "resume" and self._paused:
             self._paused = False
             self._set_state("running")
@@ -238,6 +337,65 @@ class RunWorkflow:
             self._stopping = True
             self._news += 1
 
+    @workflow.update(name=BUDGET_UPDATE)
+    def budget(self, action: str, proposal_id: str | None = None, limits: dict[str, Any] | None = None) -> str:
+        """Change the budget of an exhausted run (spec H; `TemporalRuns.resume` validated and merged it):
+        `propose` a relaxed one (recorded, waiting for `approve`/`reject` of `proposal_id`), `apply` a
+        tightened or unchanged one at once. Returns the run's state; `not_pending` answers no proposal,
+        `not_budget_exhausted` a run that is not exhausted (any more)."""
+        assert self._start is not None
+        if action in ("approve", "reject"):
+            proposal = self._proposals.pop(proposal_id or "", None)
+            if proposal is None or self._state != "budget_exhausted":
+                return "not_pending"
+            kind = "adjustment_approved" if action == "approve" else "adjustment_rejected"
+            self._budget_event(kind, proposal["consumed"], proposal["proposed"], proposalId=proposal_id)
+            if action == "reject":
+                return "budget_exhausted"
+            self._change_budget(proposal["proposed"], self._start.budget_version + 1)
+            return "running"
+        if self._state != "budget_exhausted":
+            return "not_budget_exhausted"
+        current = self._start.budget or {}
+        if action == "propose" and proposal_id is not None:
+            consumed = self._usage_now()
+            self._proposals[proposal_id] = {
+                "kind": "budget", "proposalId": proposal_id, "runId": self._start.run_id, "consumed": consumed,
+                "previous": current, "proposed": limits or {}, "budgetVersion": self._start.budget_version}
+            self._budget_event("adjustment_requested", consumed, limits or {}, proposalId=proposal_id,
+                               previous=current, proposed=limits or {})
+            return "budget_exhausted"
+        self._change_budget(limits, self._start.budget_version + (0 if (limits or {}) == current else 1))
+        return "running"
+
+    def _budget_event(self, kind: str, usage: dict[str, Any], limits: dict[str, Any], **extra: Any) -> None:
+        assert self._start is not None
+        self._budget_events.append({"type": kind, "budgetVersion": self._start.budget_version, "dimensions": [],
+                                    "usage": usage, "limits": limits, "at": workflow.now().timestamp(), **extra})
+
+    def _change_budget(self, limits: dict[str, Any] | None, version: int) -> None:
+        assert self._start is not None
+        self._start = replace(self._start, budget=limits or None, budget_version=version)
+        self._budget_changed = True
+
+    async def _budget_raised(self, step: StepResult) -> bool:
+        """An exhausted run waits, durably and spending nothing, for a budget that lets it go on
+        (True: step again; the attempts the old budget stopped run again) or for a stop (False)."""
+        self._cancel_in_flight()
+        self._error = step.error
+        self._set_state("budget_exhausted")
+        self._budget_changed = False
+        await workflow.wait_condition(lambda: self._budget_changed or self._stopping)
+        if self._stopping:
+            self._error = {"code": "CANCELLED", "message": "Workflow cancelled"}
+            self._set_state("stopped")
+            return False
+        self._outcomes = {key: outcome for key, outcome in self._outcomes.items()
+                          if outcome.error is None or outcome.error["code"] != "BUDGET_EXHAUSTED"}
+        self._error = None
+        self._set_state("running")
+        return True
+
     @workflow.query(name=SNAPSHOT_QUERY)
     def snapshot(self) -> RunSnapshot:
         assert self._start is not None
@@ -245,6 +403,7 @@ class RunWorkflow:
         return RunSnapshot(
             run_id=start.run_id, workflow_name=start.workflow_name, cwd=start.cwd, script_path=start.script_path,
             state=self._state, phase=self._phase, created_at=start.created_at, updated_at=self._updated_at,
-            budget=start.budget, usage=self._usage, budget_events=self._budget_events, error=self._error,
+            budget=start.budget, usage=self._usage_now(), budget_events=self._budget_events, error=self._error,
             result=self._result, agents=list(self._agents.values()), checkpoints=list(self._checkpoints.values()),
+            budget_version=start.budget_version, proposals=list(self._proposals.values()),
         )
