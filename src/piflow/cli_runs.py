@@ -735,6 +735,9 @@ def _detach_or(args: argparse.Namespace, action: Any) -> int:
     args.script_text = sys.stdin.read() if getattr(args, "script_stdin", False) else None
     if getattr(args, "script", None) and args.script_text is None:
         read_script(args.script)
+    if action is _budget and not args.owner_process and (
+            executor := executor_for(project_root(os.getcwd()), args)) is not None:
+        return executor.budget(args)
     if action in (_run, _resume) and not args.owner_process:
         script = getattr(args, "script", None)
         cwd = project_root(str(Path(script).resolve().parent) if script else os.getcwd())

@@ -28,12 +28,13 @@ _FOLLOW_SECONDS = 0.5
 
 
 class Executor(Protocol):
-    """What `piflow run/runs/show/approve/reject/pause/stop/resume` need of an executor."""
+    """What `piflow run/runs/show/approve/reject/pause/stop/resume/budget` need of an executor."""
 
     def run(self, request: LaunchRequest, args: argparse.Namespace) -> int: ...
     def runs(self, args: argparse.Namespace) -> int: ...
     def show(self, args: argparse.Namespace) -> int: ...
     def control(self, args: argparse.Namespace, action: str) -> int: ...
+    def budget(self, args: argparse.Namespace) -> int: ...
 
 
 def executor_for(cwd: str, args: argparse.Namespace) -> Executor | None:
@@ -131,15 +132,36 @@ class TemporalExecutor:
         return _exit_now(int(anyio.run(self._control, args, action)))
 
     async def _control(self, args: argparse.Namespace, action: str) -> int:
+        from piflow.view_wire import outcome_json
+
         async with self._runs() as runs:
             run_id = await runs.resolve(args.run)
             if action in ("approve", "reject"):
                 accepted = await runs.respond(run_id, args.name, action == "approve")
                 print("Checkpoint response accepted." if accepted else "Checkpoint is not awaiting a response.")
                 return 0 if accepted else 1
-            await runs.control(run_id, action)
-            print(f"{run_id}: {action} requested")
+            if action == "resume":  # a paused run, or an exhausted one with --budget (spec H)
+                patch = json.loads(args.budget) if getattr(args, "budget", None) is not None else None
+                reply = await runs.resume(run_id, patch)
+                print(reply.message if reply.proposal_id is not None else f"{run_id}: {reply.state}")
+                return 0
+            if action == "pause":
+                print(await runs.pause(run_id))
+            else:
+                print(json.dumps(outcome_json(await runs.stop(run_id))))
         return 0
+
+    def budget(self, args: argparse.Namespace) -> int:
+        """`piflow budget approve|reject RUN PROPOSAL`: an approved budget lets the run go on on the workers."""
+        return _exit_now(int(anyio.run(self._budget, args)))
+
+    async def _budget(self, args: argparse.Namespace) -> int:
+        from piflow.view_wire import outcome_json
+
+        async with self._runs() as runs:
+            reply = await runs.decide(await runs.resolve(args.run), args.proposal, args.decision == "approve")
+        print(json.dumps(outcome_json(reply)))
+        return 0 if reply.reason in ("approved", "rejected") else 1
 
 
 def _exit_now(code: int) -> int:

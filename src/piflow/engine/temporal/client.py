@@ -127,14 +127,15 @@ class TemporalRuns:
                                                        f"cluster {self.settings.address})")
         return matches[0]
 
-    async def summaries(self) -> list[RunSummaryView]:
-        """The project's runs from Temporal's visibility (the `PiflowProject` search attribute)."""
+    async def summaries(self, *, open_only: bool = False) -> list[RunSummaryView]:
+        """The project's runs from Temporal's visibility (the `PiflowProject` search attribute); with
+        `open_only`, those whose workflow is still open (live, paused or budget-exhausted runs)."""
         from temporalio.service import RPCError
 
         project = self.cwd.replace("\\", "\\\\").replace('"', '\\"')
+        query = f'{PROJECT_ATTRIBUTE} = "{project}"' + (' AND ExecutionStatus = "Running"' if open_only else "")
         try:
-            return [self._summary(execution) async for execution in
-                    self.client.list_workflows(f'{PROJECT_ATTRIBUTE} = "{project}"')]
+            return [self._summary(execution) async for execution in self.client.list_workflows(query)]
         except RPCError as exc:
             if "invalid search attribute" in exc.message:  # no worker or launch registered them yet: no runs
                 return []

@@ -205,7 +205,8 @@ class RunWorkflow:
     def _carried(self) -> Carried:
         return Carried(list(self._journal.values()), list(self._outcomes.values()), list(self._conversations.values()),
                        list(self._queue), list(self._checkpoints.values()), list(self._agents.values()),
-                       self._usage, self._budget_events, self._state, self._phase, self._paused, self._updated_at)
+                       self._usage_now(), self._budget_events, self._state, self._phase, self._paused,
+                       self._updated_at)
 
     def _resume_from(self, carried: Carried) -> None:
         """Take over the state the previous history of this run carried (`_carried`)."""
