@@ -8,13 +8,22 @@ parentheses, the minimum) of the runs of: a raw tree-sitter parse (the floor), f
 resume and save pay). The same script with one broken line is measured separately (`broken`): it
 times error recovery, not the normal path.
 Bars: 1,000 lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms.
+
+Wall time on a shared machine is noisy; `--instructions` counts instructions instead (valgrind's
+callgrind, deterministic whatever the load): per operation, a raw parse, the document (parse and
+line index), the facts walk, the rules, and full `analyze` as a multiple of the parse.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -23,6 +32,7 @@ import tree_sitter_javascript
 from tree_sitter import Language, Parser
 
 from piflow.analysis import Capabilities, ScriptDocument, analyze_document, preflight
+from piflow.analysis.dialects import detect_dialect
 
 CAPABILITIES = Capabilities.create(
     models=["openai/gpt-5.1", "anthropic/claude-sonnet-4.5"],
@@ -167,13 +177,70 @@ def report(label: str, results: dict[str, Timing], lines: int) -> bool:
     return failed
 
 
+PHASES = ("none", "parse", "document", "facts", "full")
+
+
+def run_phase(phase: str, lines: int, repeats: int) -> None:
+    """What `--instructions` counts: the set-up (script, imports, one warm-up analysis), then
+    `repeats` times the phase's operation; phase `none` is the set-up alone."""
+    text = script(lines)
+    data = text.encode()
+    parser = Parser(Language(tree_sitter_javascript.language()))
+    analyze_document(ScriptDocument(text), CAPABILITIES)
+    walk = detect_dialect(data, None).walk
+    for _ in range(repeats if phase != "none" else 0):
+        if phase == "parse":
+            parser.parse(data)
+        elif phase == "document":
+            ScriptDocument(text)
+        elif phase == "facts":
+            ScriptDocument(text).facts(walk)
+        else:
+            analyze_document(ScriptDocument(text), CAPABILITIES)
+
+
+def instructions(lines: int, repeats: int) -> None:
+    """One line of millions of instructions per operation, each phase in its own callgrind run."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    counts = {}
+    for phase in PHASES:
+        command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
+        command += ["--phase", phase, "--sizes", str(lines), "--runs", str(repeats)]
+        environment = {**os.environ, "PYTHONHASHSEED": "0"}
+        output = subprocess.run(command, capture_output=True, text=True, env=environment, check=True).stderr
+        found = re.search(r"Collected : (\d+)", output)
+        if found is None:
+            raise SystemExit(f"no instruction count from callgrind:\n{output}")
+        counts[phase] = int(found.group(1))
+    per = {phase: (counts[phase] - counts["none"]) / repeats / 1e6 for phase in PHASES}
+    print(
+        f"{lines:>5} lines  valid: parse {per['parse']:7.1f} M | document {per['document']:7.1f} M"
+        f" | facts walk {per['facts'] - per['document']:7.1f} M | rules {per['full'] - per['facts']:7.1f} M"
+        f" | full {per['full']:7.1f} M | full/parse {per['full'] / per['parse']:4.2f}x"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 5000], help="script sizes in lines")
     parser.add_argument("--no-preflight", action="store_true", help="skip the preflight timing (exact syntax check)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions with callgrind (--runs: repeats, e.g. 3)"
+    )
+    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.phase is not None:
+        run_phase(args.phase, args.sizes[0], args.runs)
+        return 0
+    if args.instructions:
+        for lines in args.sizes:
+            instructions(lines, args.runs)
+        return 0
     failed = False
-    for lines in (100, 1000, 5000):
+    for lines in args.sizes:
         text = script(lines)
         assert text.count("\n") == lines, (lines, text.count("\n"))
         check_valid(text)

@@ -6,15 +6,18 @@ facts rules need (workflow calls, notable identifiers, top-level returns, async 
 walk runs the early-error checks of `early_errors.EarlyErrors`, and a dialect may gather its own
 facts on the way (`DialectFacts`, named by its `WalkConfig`).
 
-Speed (DESIGN section 11): the walk is a tree cursor dispatching on a table indexed by node kind.
-Checks that need a marker in the statement's text (`_markers`: an escape, `__proto__`, `**`...)
-are left out of the table when it is absent, and the arguments of a workflow call that convert to
-plain literals (`StatementWalker._inert`) are not walked again: neither can find anything there.
+Speed (DESIGN section 11): the walk visits named nodes (tokens only under an error), dispatching on
+a table indexed by node kind. Visiting every node from Python costs about as much as the parse
+(py-tree-sitter makes an object of each), so the walk visits as few as it can; a tree-sitter query
+for the handled kinds costs as much as the walk. Checks that need a marker in the statement's text
+(`_markers`: an escape, `__proto__`, `**`...) are left out of the table when it is absent, and the
+arguments of a workflow call that convert to plain literals (`StatementWalker._inert`) are not
+walked again: neither can find anything there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Final
@@ -265,52 +268,56 @@ class StatementWalker(EarlyErrors):
         )
 
     def _walk(self, root: Node) -> None:
-        """Depth-first over `root` with a cursor; handlers may defer an action to the node's exit."""
+        """Depth-first over `root`; handlers may defer an action to the node's exit.
+
+        A stack of child iterators over named children only: anonymous tokens (half the nodes)
+        have no handler, except MISSING tokens, so the children of a node with an error are all
+        visited. A deferred action runs before the next node outside its subtree (nothing runs in
+        between), or when the walk ends.
+        """
         saved_exits, saved_depth = self._exits, self._depth
         exits: list[tuple[int, Callable[[], None]]] = []
         self._exits = exits
-        cursor = root.walk()
-        first_child = cursor.goto_first_child
-        next_sibling = cursor.goto_next_sibling
-        parent = cursor.goto_parent
         table = self._dispatch
         has_error = self._has_error
         escapes = self._markers & _BACKSLASH
         watched = _WATCHED_BYTES
         data = self.data
-        depth = 0
+        stack: list[Iterator[Node]] = [iter((root,))]
         exit_depth = -1  # the depth of the innermost deferred action (-1: none)
-        while True:
-            node: Node = cursor.node  # type: ignore[assignment]
-            if has_error and (node.is_missing or node.is_error):  # (ERROR's id is past the table)
-                self._error(node)
-            elif (handler := table[node.kind_id]) is None:
-                if first_child():
-                    depth += 1
-                    continue
-            elif handler is _name:  # most identifiers are of no interest: decide without a call
-                start, end = node.start_byte, node.end_byte
-                if data[start:end] in watched or (escapes and data.find(b"\\", start, end) >= 0):
-                    self._identifier(node)
-            elif handler is not _leaf:
-                self._depth = depth
-                descend = handler(node)
-                if exits:
-                    exit_depth = exits[-1][0]
-                if descend and first_child():
-                    depth += 1
-                    continue
-            while True:
+        while stack:
+            depth = len(stack) - 1
+            for node in stack[-1]:
                 while depth <= exit_depth:
                     exits.pop()[1]()
                     exit_depth = exits[-1][0] if exits else -1
-                if depth == 0:
-                    self._exits, self._depth = saved_exits, saved_depth
-                    return
-                if next_sibling():
+                if has_error and (node.is_missing or node.is_error):  # (ERROR's id is past the table)
+                    self._error(node)
+                    continue
+                handler = table[node.kind_id]
+                if handler is _name:  # most identifiers are of no interest: decide without a call
+                    start, end = node.start_byte, node.end_byte
+                    if data[start:end] in watched or (escapes and data.find(b"\\", start, end) >= 0):
+                        self._identifier(node)
+                    continue
+                if handler is not None:
+                    if handler is _leaf:
+                        continue
+                    self._depth = depth
+                    descend = handler(node)
+                    if exits:
+                        exit_depth = exits[-1][0]
+                    if not descend:
+                        continue
+                children = node.children if has_error and node.has_error else node.named_children
+                if children:
+                    stack.append(iter(children))
                     break
-                parent()
-                depth -= 1
+            else:
+                stack.pop()
+        while exits:
+            exits.pop()[1]()
+        self._exits, self._depth = saved_exits, saved_depth
 
     # -- workflow calls ----------------------------------------------------------------------------
 
@@ -513,6 +520,7 @@ class StatementWalker(EarlyErrors):
         if body is not None and body.kind_id in K.STATEMENT_BLOCK:
             self._shared_scope_bodies.add(body.id)
         return True
+
 
 # -- tree helpers ----------------------------------------------------------------------------------
 
