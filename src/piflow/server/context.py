@@ -75,15 +75,21 @@ def _pair_key(pair: Node) -> str | None:
     return _text(key) if key.type == "property_identifier" else None
 
 
-def target_at(snapshot: Snapshot, offset: int) -> Target | None:
-    """The primitive, option key or option value at a byte offset of a script."""
+def node_at(snapshot: Snapshot, offset: int) -> Node | None:
+    """The named node at a byte offset of a script; inside a string, the string itself."""
     if snapshot.tree is None:
         return None
     node = snapshot.tree.root_node.named_descendant_for_byte_range(offset, offset)
+    if node is not None and node.type in ("string_fragment", "escape_sequence") and node.parent is not None:
+        node = node.parent
+    return node
+
+
+def target_at(snapshot: Snapshot, offset: int) -> Target | None:
+    """The primitive, option key or option value at a byte offset of a script."""
+    node = node_at(snapshot, offset)
     if node is None:
         return None
-    if node.type in ("string_fragment", "escape_sequence") and node.parent is not None:
-        node = node.parent
     parent = node.parent
     if node.type == "identifier" and call_of_callee(node) is not None:
         name = callee_name(node)

@@ -18,6 +18,7 @@ from typing import Final, Literal
 from tree_sitter import Node
 
 from piflow.analysis.jsliterals import string_value
+from piflow.server.context import node_at
 from piflow.server.docs import (
     ALL_ITEM,
     CHILD_PARAMS,
@@ -115,13 +116,9 @@ def params_object(node: Node | None) -> ParamObject | None:
 
 def subagent_target_at(snapshot: Snapshot, offset: int) -> SubagentTarget | None:
     """The method, params key or value at a byte offset of a pi-subagents script."""
-    if snapshot.tree is None:
-        return None
-    node = snapshot.tree.root_node.named_descendant_for_byte_range(offset, offset)
+    node = node_at(snapshot, offset)
     if node is None:
         return None
-    if node.type in ("string_fragment", "escape_sequence") and node.parent is not None:
-        node = node.parent
     parent = node.parent
     if parent is None:
         return None
