@@ -140,7 +140,7 @@ async def test_steering_a_running_attempt_joins_its_next_request(
     assert await backend.steer("someone", "later", "steer") == "queued"
 
 
-async def test_pi_is_not_asked_for_an_agent_tool_it_does_not_have(tmp_path: Path) -> None:
+async def test_a_pi_attempt_without_children_is_not_offered_the_agent_tool(tmp_path: Path) -> None:
     from piflow.engine.backends.pi import PiBackend
     from piflow.errors import WorkflowError
 

@@ -29,6 +29,9 @@ How an attempt maps onto pi (0.80.x, see docs/backends.md):
   else `Result accepted.`, which ends pi's tool batch. Then the submit prompt, then at most one
   repair prompt, then RESULT_INVALID. Prose is never parsed. Arguments pi's own validator
   rejects never reach piflow; the model gets pi's validation error instead (as upstream).
+- Child agents (spec J.5): with children, the bridge registers `agent`, `get_subagent_result`
+  and `steer_subagent` (named in `--tools`) and each call is a `piflow:tool` dialog, answered by
+  the same tool runtime and engine path (`engine.children`) as on the openai backend.
 - Policy and audit (spec D, J.3): the bridge takes the skills of `disabledAgentResources` out
   of the system prompt and switches off the tools of its extensions, then reports the prompt
   pi will send, which the attempt records as its effective system prompt.
@@ -47,6 +50,12 @@ How an attempt maps onto pi (0.80.x, see docs/backends.md):
   role's system-prompt append, tools and cwd), and a session file that is gone is
   RESUME_INCOMPATIBLE, never a silent fresh start.
 - Transcripts: pi's own session file (`get_state` → `sessionFile`, `sessionId`).
+- Steering (`runs.steer`, pi-subagents A.8): the backend keeps each running attempt by agent id.
+  A message for an attempt whose task prompt pi has accepted goes to pi at once as RPC `steer`
+  (mode `steer` or `auto`: delivered after the current turn's tool calls, before the next model
+  call) or `follow_up` (delivered when the agent would stop), and is `delivered` once pi
+  answers. A message for an agent with no such attempt (not started yet, between retries,
+  settled) is `queued` and sent right after the next attempt's task prompt.
 - Ending: after a settled session, stdin is closed so pi shuts down; otherwise (errors,
   budget stops, cancellation, timeouts) the whole process group is killed at once. Both paths
   end by killing the group, so nothing the agent started (bash tool jobs) outlives it.
@@ -92,6 +101,8 @@ from piflow.engine.backends.base import AttemptControl, AttemptRequest, Provider
 from piflow.engine.backends.openai import RESULT_TOOL, RESULT_TOOL_DESCRIPTION
 from piflow.engine.backends.pi_bridge import DIALOG_PREFIX, write_bridge
 from piflow.engine.prompts import NOT_ACCEPTING, RESULT_ACCEPTED, RESULT_REJECTED, submit_result
+from piflow.engine.tools import ToolRuntime
+from piflow.engine.tools.registry import child_agent_tools
 from piflow.errors import WorkflowError
 
 __all__ = ["PI_PACKAGE", "PiBackend", "PiCommand", "current_pi_tools", "find_pi", "probe_pi_tools"]
@@ -148,6 +159,19 @@ class PiBackend:
         if agent_dir is not None:
             self._environ["PI_CODING_AGENT_DIR"] = str(agent_dir)
         self._command = PiCommand(tuple(command)) if command is not None else None
+        self._running: dict[str, _Attempt] = {}
+        self._queued: dict[str, list[_Steer]] = {}
+        """Steering for agents without a live attempt, sent after the next attempt's task prompt."""
+
+    async def steer(self, agent_id: str, message: str, mode: str) -> str:
+        """Deliver `message` to the agent's live pi session (`runs.steer`), else queue it for its next attempt."""
+        steer = _Steer("follow_up" if mode == "follow_up" else "steer", message)
+        attempt = self._running.get(agent_id)
+        if attempt is None or not attempt.live:
+            self._queued.setdefault(agent_id, []).append(steer)
+            return "queued"
+        await attempt.deliver(steer)
+        return "delivered"
 
     def command(self) -> PiCommand:
         """The command attempts run; found on first use, so a backend is cheap to create."""
@@ -159,14 +183,28 @@ class PiBackend:
         command = self.command()
         head = self._head(request, control)
         with tempfile.TemporaryDirectory(prefix="piflow-pi-") as scratch:
-            argv = [*command.argv, *self._arguments(request, Path(scratch), head)]
+            served = _served_tools(request)
+            argv = [*command.argv, *self._arguments(request, Path(scratch), head, served)]
             async with _launch(argv, request.cwd, self._environ, Path(scratch), command.via_npx) as pi:
-                attempt = _Attempt(pi, request, control)
-                value = await attempt.run()
+                attempt = _Attempt(pi, request, control, served)
+                value = await self._steerable(attempt)
         if request.conversation:
             head = _Head(attempt.session_file)
             control.save_conversation_state(head.to_json())
         return value
+
+    async def _steerable(self, attempt: _Attempt) -> Any:
+        """Run `attempt`, reachable by `steer` (and handed the steering queued for its agent) meanwhile."""
+        agent_id = attempt.request.agent_id
+        attempt.queued = self._queued.setdefault(agent_id, [])
+        self._running[agent_id] = attempt
+        try:
+            return await attempt.run()
+        finally:
+            del self._running[agent_id]
+            attempt.close()
+            if not attempt.queued:
+                self._queued.pop(agent_id, None)
 
     def _head(self, request: AttemptRequest, control: AttemptControl) -> _Head | None:
         """The session of the conversation's previous turn, which must still exist (spec J.6)."""
@@ -180,11 +218,12 @@ class PiBackend:
         return head
 
     @staticmethod
-    def _arguments(request: AttemptRequest, scratch: Path, head: _Head | None) -> list[str]:
+    def _arguments(request: AttemptRequest, scratch: Path, head: _Head | None, served: ToolRuntime) -> list[str]:
         args = ["--mode", "rpc", "--model", request.model.name]
         if request.thinking is not None:
             args += ["--thinking", request.thinking]
-        own = [tool for tool in request.tools if tool != CHILD_AGENT_TOOL]  # pi has no `agent` tool (docs/backends.md)
+        own = [tool for tool in request.tools if tool != CHILD_AGENT_TOOL]  # the bridge serves `agent` (J.5)
+        own += served.tools
         tools = [*own, RESULT_TOOL] if request.output_schema is not None else own
         args += ["--tools", ",".join(tools)] if tools else ["--no-tools"]
         if request.system_append:
@@ -194,9 +233,17 @@ class PiBackend:
             args += ["--append-system-prompt", str(role)]
         if head is not None:
             args += ["--fork", head.session_file]
-        bridge = write_bridge(scratch, RESULT_TOOL, RESULT_TOOL_DESCRIPTION, request.output_schema, request.resources)
+        bridge = write_bridge(scratch, RESULT_TOOL, RESULT_TOOL_DESCRIPTION, request.output_schema, request.resources,
+                              tools=list(served.tools.values()))
         args += ["--name", f"{request.workflow_name}:{request.label}:attempt-{request.attempt}", "-e", str(bridge)]
         return args
+
+
+def _served_tools(request: AttemptRequest) -> ToolRuntime:
+    """The tools piflow serves through the bridge: spec J.5's child-agent tools when the engine gave
+    the attempt children, run by the same engine path as on the openai backend."""
+    tools = child_agent_tools(request.children) if request.children is not None else {}
+    return ToolRuntime(list(tools.values()), request.cwd, None)
 
 
 async def probe_pi_tools(
@@ -253,6 +300,14 @@ async def current_pi_tools(
     return tools
 
 
+@dataclass(frozen=True)
+class _Steer:
+    """A `runs.steer` message and the pi RPC command that delivers it (`steer` or `follow_up`)."""
+
+    command: str
+    message: str
+
+
 class _Pi:
     """A running `pi --mode rpc`: JSON lines in and out, stderr kept in a file for error messages."""
 
@@ -266,12 +321,15 @@ class _Pi:
         """Whether pi is idle, so closing stdin lets it shut down cleanly."""
         assert process.stdout is not None
         self._stdout = BufferedByteReceiveStream(process.stdout)
+        self._sending = anyio.Lock()
+        """Steers are sent from the steering task while the attempt's task sends its own commands."""
 
     async def send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
         # When pi has exited, the next receive() reports why.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self.process.stdin.send((json.dumps(message) + "\n").encode())
+            async with self._sending:
+                await self.process.stdin.send((json.dumps(message) + "\n").encode())
 
     async def receive(self) -> dict[str, Any]:
         """The next JSON object pi prints (other stdout lines, e.g. from extensions, are skipped)."""
@@ -337,10 +395,16 @@ async def _launch(
 class _Attempt:
     """One attempt's conversation with pi: prompts, turn gates, result judging, progress."""
 
-    def __init__(self, pi: _Pi, request: AttemptRequest, control: AttemptControl) -> None:
+    def __init__(self, pi: _Pi, request: AttemptRequest, control: AttemptControl, served: ToolRuntime) -> None:
         self.pi = pi
+        self.served = served
         self.request = request
         self.control = control
+        self.queued: list[_Steer] = []
+        """Steering sent before this attempt was live, delivered once its task prompt runs."""
+        self.prompted = False
+        """Whether pi accepted the task prompt (from then on a steer reaches the running session)."""
+        self._acks: dict[str, _Ack] = {}
         self.schema = request.output_schema
         self.session_file = ""
         self.message: dict[str, Any] | None = None
@@ -353,11 +417,31 @@ class _Attempt:
         self.activity: str | None = None
         self._ids = itertools.count(1)
 
+    @property
+    def live(self) -> bool:
+        """Whether a steer sent now reaches this attempt's running session."""
+        return self.prompted and not self.pi.settled and not self.finished
+
+    async def deliver(self, steer: _Steer) -> None:
+        """Send a steer from another task; the attempt's own loop reads pi's answer."""
+        request_id = f"piflow-steer-{next(self._ids)}"
+        ack = self._acks[request_id] = _Ack()
+        await self.pi.send({"id": request_id, "type": steer.command, "message": steer.message})
+        await ack.done.wait()
+        if ack.error is not None:
+            raise WorkflowError("AGENT_FAILED", ack.error)
+
+    def close(self) -> None:
+        """Answer the steers pi never acknowledged: the attempt ended under them."""
+        for ack in self._acks.values():
+            ack.settle("The child's pi session ended before it accepted the message.")
+        self._acks.clear()
+
     async def run(self) -> Any:
         state = await self._call("get_state")
         self.session_file = str(state["sessionFile"])
         self.control.transcript(self.session_file, state.get("sessionId"))
-        await self._prompt(self.request.prompt)
+        await self._prompt(self.request.prompt, task=True)
         if self.schema is None:
             return _text(self.message)
         self.accepting = True
@@ -376,17 +460,25 @@ class _Attempt:
                 return event.get("data") or {}
             await self._handle(event)
 
-    async def _prompt(self, text: str) -> None:
-        """Send a user prompt and follow the session until pi settles (or a result ends it)."""
+    async def _prompt(self, text: str, *, task: bool = False) -> None:
+        """Send a user prompt and follow the session until pi settles (or a result ends it); after the
+        task prompt, the steering queued before the attempt was live."""
         self.message = None
         self.pi.settled = False
         await self._call("prompt", message=text)
+        if task:
+            self.prompted = True
+            while self.queued and self.live:
+                steer = self.queued.pop(0)
+                await self._call(steer.command, message=steer.message)
         while not (self.pi.settled or self.finished):
             await self._handle(await self.pi.receive())
 
     async def _handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "extension_ui_request":
+        if kind == "response" and (ack := self._acks.pop(str(event.get("id")), None)) is not None:
+            ack.settle(None if event.get("success") else str(event.get("error") or "pi rejected the message"))
+        elif kind == "extension_ui_request":
             await self._dialog(event)
         elif kind == "message_update":
             # Only starts and deltas: pi closes all of a message's blocks at its end, in block order.
@@ -428,6 +520,8 @@ class _Attempt:
             await self._after_turn()
         elif gate == "result":
             reply = self._judge(json.loads(event.get("placeholder") or "null"))
+        elif gate == "tool":
+            reply = await self._serve(json.loads(event.get("placeholder") or "null"))
         elif gate == "system_prompt":
             prompt = json.loads(event.get("placeholder") or "null")
             if isinstance(prompt, str):
@@ -451,6 +545,15 @@ class _Attempt:
         if steering is not None and not final:
             await self._call("steer", message=steering)
 
+    async def _serve(self, call: dict[str, Any]) -> dict[str, Any]:
+        """Run one call of a tool the bridge serves; a failure is a tool error the model reads, except
+        BUDGET_EXHAUSTED, which ends the attempt. Calls are answered one at a time (children still
+        run concurrently)."""
+        name, arguments = str(call["name"]), json.dumps(call.get("params") or {})
+        self._activity(self.served.summary(name, arguments))
+        result = await self.served.call(name, arguments)
+        return {"text": result.text, "isError": result.is_error}
+
     def _judge(self, value: Any) -> dict[str, Any]:
         """piflow's answer to one `workflow_result` call (spec J.4 texts)."""
         if not self.accepting:
@@ -460,6 +563,18 @@ class _Attempt:
         if not self.accepted:
             self.accepted, self.value = True, value
         return {"accepted": True, "message": RESULT_ACCEPTED}
+
+
+class _Ack:
+    """pi's answer to one steer sent by `deliver`: set by the attempt's loop, or by `close`."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: str | None = None
+
+    def settle(self, error: str | None) -> None:
+        self.error = error
+        self.done.set()
 
 
 def _usage(message: dict[str, Any]) -> Usage:

@@ -17,6 +17,11 @@ with an `extension_ui_response` whose `value` is JSON.
   tool batch (`terminate`), so pi does not call the model again.
 - `piflow:tools` — on `session_start`, only in a tool probe (`probe_pi_tools`): `pi.getAllTools()`
   (built-ins and extension tools, with their source), less the tools of disabled extensions.
+- `piflow:tool` — a tool piflow serves (the child-agent tools of spec J.5: `agent`,
+  `get_subagent_result`, `steer_subagent`), registered with piflow's names, descriptions and
+  parameters. The payload is `{name, params}`; piflow runs the call through the same engine path
+  as on the openai backend and answers `{text, isError}`; an error is thrown, so pi marks the
+  tool result as an error.
 - `piflow:system_prompt` — on `before_agent_start`, the system prompt pi assembled, with the
   skills `disabledAgentResources` names taken out (pi's CLI can only drop all skills); piflow
   records it as the attempt's effective prompt. The bridge returns that prompt to pi.
@@ -32,16 +37,20 @@ no package-data rule; it is written beside each attempt's other scratch files.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from piflow.config.resources import ResourcePolicy
+
+if TYPE_CHECKING:
+    from piflow.engine.tools import Tool
 
 DIALOG_PREFIX: Final = "piflow:"
 FILE_NAME: Final = "piflow-bridge.js"
 
 _SOURCE: Final = """\
-// Written by piflow for one attempt: gates model turns and takes workflow_result for the host.
+// Written by piflow for one attempt: gates model turns, takes workflow_result and serves piflow's tools.
 import { realpathSync } from "node:fs";
 
 const CONFIG = __CONFIG__;
@@ -109,6 +118,19 @@ export default function piflowBridge(pi) {
   pi.on("turn_end", async (_event, ctx) => {
     await ask(ctx, "after_turn");
   });
+  for (const tool of CONFIG.tools) {
+    pi.registerTool({
+      name: tool.name,
+      label: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+        const answer = await ask(ctx, "tool", { name: tool.name, params });
+        if (answer.isError) throw new Error(answer.text);
+        return { content: [{ type: "text", text: answer.text }], details: {} };
+      },
+    });
+  }
   if (CONFIG.result !== null) {
     pi.registerTool({
       name: CONFIG.result.name,
@@ -128,13 +150,16 @@ export default function piflowBridge(pi) {
 
 def write_bridge(
     directory: Path, result_tool: str, description: str, schema: dict[str, Any] | None,
-    resources: ResourcePolicy, *, report_tools: bool = False,
+    resources: ResourcePolicy, *, report_tools: bool = False, tools: Sequence[Tool] = (),
 ) -> Path:
     """Write the bridge for one attempt; `schema` None means no `workflow_result` tool; `resources`
-    is the agent's disabledAgentResources policy; `report_tools` makes it a tool probe."""
+    is the agent's disabledAgentResources policy; `report_tools` makes it a tool probe; `tools` are
+    the tools piflow serves through `piflow:tool`."""
     result = None if schema is None else {"name": result_tool, "description": description, "schema": schema}
+    served = [{"name": tool.name, "description": tool.description, "parameters": tool.parameters} for tool in tools]
     config = json.dumps({"prefix": DIALOG_PREFIX, "result": result, "disabledSkills": list(resources.skills),
-                         "disabledExtensions": list(resources.extensions), "reportTools": report_tools})
+                         "disabledExtensions": list(resources.extensions), "reportTools": report_tools,
+                         "tools": served})
     path = directory / FILE_NAME
     path.write_text(_SOURCE.replace("__CONFIG__", config, 1), encoding="utf-8")
     return path
