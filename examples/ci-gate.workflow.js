@@ -3,7 +3,7 @@
 // from the CI log, a reviewer checks the fix, and the checks run again under a new key.
 // `args.ci` is your test command (default: ci.sh, a stand-in that fails until a fix has landed).
 const command = (args && args.ci) || "sh ci.sh";
-const check = (key) => runs.host(key, { kind: "command", command, timeoutMs: 600000, role: "ci", output: `logs/${key}.log` })
+const check = (/** @type {string} */ key) => runs.host(key, { kind: "command", command, timeoutMs: 600000, role: "ci", output: `logs/${key}.log` })
   .then((result) => ({ ok: true, summary: result.stdout.trim() }), (error) => ({ ok: false, summary: error.message }));
 const first = await check("ci");
 if (first.ok) return { gated: true, fixed: false, ci: first.summary };
