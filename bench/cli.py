@@ -48,9 +48,15 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
 
 
 def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
-    """Start `script`, wait until it awaits its checkpoint, SIGKILL its owner: an interrupted run's id."""
+    """Start `script`, wait until it awaits its checkpoint, SIGKILL its owner: an interrupted run's id.
+
+    `--json`: the owner prints its run id and then nothing until the end. Its progress lines, unread,
+    would fill the pipe and block a big run's owner mid-fan-out (at ~2,600 of 10,000 agents), and
+    the "resume" timed would then run the rest instead of replaying them.
+    """
     owner = subprocess.Popen(
-        [*PIFLOW, "run", script], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [*PIFLOW, "run", script, "--json"], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True,
     )
     assert owner.stdout is not None
     run_id = ""

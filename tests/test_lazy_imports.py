@@ -6,12 +6,15 @@ Each check runs in a fresh interpreter, since what a process has imported is the
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from piflow.cli import COMMANDS, build_parser
+from piflow.engine.store import RunStore, default_store_path
 from piflow.engine.worker.client import WorkerProcess
 from piflow.engine.worker.protocol import WorkerCall
 
@@ -145,6 +148,38 @@ def test_running_a_script_whose_agents_have_no_output_schema_does_not_import_jso
     assert loaded(code, ["jsonschema", "pydantic", "piflow.cli_check", "piflow.server.app"], tmp_path) == []
 
 
+def test_a_run_without_installed_extensions_reads_no_package_metadata(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
+    assert loaded(code, ["importlib.metadata", "zipfile"], tmp_path) == []
+
+
+def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(tmp_path: Path) -> None:
+    """The launch's F.3 verdict stands for an unchanged resume: no preflight, dialects or dukpy in the host."""
+    (tmp_path / "ship.workflow.js").write_text(
+        "const a = await agent('build', {label: 'a'});\n"
+        "await checkpoint({name: 'ship', prompt: 'Ship?', context: null});\nreturn a;\n", encoding="utf-8")
+    home = str(tmp_path)
+    environment = {**os.environ, "HOME": home, "XDG_STATE_HOME": f"{home}/state", "XDG_CONFIG_HOME": home}
+    owner = subprocess.Popen([sys.executable, "-m", "piflow", "run", "ship.workflow.js"], cwd=tmp_path,
+                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert owner.stdout is not None
+        run_id = owner.stdout.readline().strip()
+        with RunStore.open(default_store_path(tmp_path, environment)) as store:
+            deadline = time.monotonic() + 60
+            while not store.awaiting_checkpoints(run_id):
+                assert time.monotonic() < deadline and owner.poll() is None
+                time.sleep(0.05)
+    finally:
+        owner.send_signal(signal.SIGKILL)  # the owner dies at the checkpoint: the run is interrupted
+        owner.wait()
+    code = f"from piflow.cli import main\nassert main(['resume', {run_id!r}, '--answer', 'ship=approve']) == 0"
+    heavy = ["piflow.analysis.preflight", "piflow.analysis.dialects", "piflow.analysis.document", "dukpy",
+             "importlib.metadata"]
+    assert loaded(code, heavy, tmp_path) == []
+
+
 def test_run_commands_share_usage_errors_without_importing_check() -> None:
     assert loaded("import piflow.cli_runs", ["piflow.cli_check"]) == []
 
@@ -158,3 +193,16 @@ def test_the_command_table_names_every_command_in_help_order() -> None:
     parser = build_parser([])  # no command: every module registers its commands
     (commands,) = [action for action in parser._actions if action.dest == "command"]
     assert list(commands.choices) == list(COMMANDS)  # type: ignore[arg-type]
+
+
+def test_the_garbage_collector_is_back_on_once_the_commands_are_imported() -> None:
+    out = run_python("""
+        import gc
+        from piflow.cli import build_parser
+        build_parser(["run"])
+        was_on = gc.isenabled()
+        gc.disable()
+        build_parser([])  # a caller's choice to run without it stands
+        print(was_on, gc.isenabled())
+    """)
+    assert out == "True False"

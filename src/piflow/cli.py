@@ -65,8 +65,16 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"piflow {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in registrars(argv):
-        register(commands)
+    # Importing a command's modules allocates ~50,000 objects that live as long as the process;
+    # the ~70 collections they would trigger find no garbage and cost `piflow run` 20-35 ms.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for register in registrars(argv):
+            register(commands)
+    finally:
+        if collecting:
+            gc.enable()
     return parser
 
 

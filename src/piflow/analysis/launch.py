@@ -6,14 +6,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from piflow.analysis.capabilities import Capabilities
-from piflow.analysis.preflight import PreflightResult, preflight
 from piflow.analysis.role_policy import role_policy_problem
 from piflow.config.paths import agent_dir, global_roles_dir, project_roles_dir
 from piflow.config.roles import RoleSet, load_roles
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:  # the preflight (and the dialects it loads) is imported by a launch, not by a resume
+    from piflow.analysis.preflight import PreflightResult
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][\w$]*$")
 
@@ -125,6 +127,8 @@ def validate_workflow_launch(params: Mapping[str, Any], context: LaunchContext) 
         settings_path=context.settings_path,
         skip_model_availability=context.skip_model_availability,
     )
+    from piflow.analysis.preflight import preflight
+
     checked = preflight(script, capabilities, (), metadata)
     candidates = roles.names if checked.dynamic_agent_roles else checked.referenced_agent_types
     role_names: list[str] = []

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Final
 
 from piflow.analysis.schemas import validate_schema
@@ -277,9 +278,40 @@ class ExtensionRegistry:
         }
 
 
+def _may_declare_extensions() -> bool:
+    """Whether any distribution on `sys.path` may declare a `piflow.extensions` entry point.
+
+    Importing `importlib.metadata` costs ~40 ms (it pulls in `email`, `zipfile`, `csv`) on every
+    launch and resume, while scanning the few entry-point files of an environment costs ~2 ms; the
+    metadata machinery is loaded only when one of them names the group. A path entry this cannot
+    read as a directory (a zip, an egg) is left to `importlib.metadata`.
+    """
+    header = f"[{ENTRY_POINT_GROUP}]"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(entry, name, "entry_points.txt"), encoding="utf-8") as declared:
+                        if header in declared.read():
+                            return True
+                except (OSError, UnicodeDecodeError):
+                    continue
+    return False
+
+
 def load_extensions() -> ExtensionRegistry:
     """Every extension installed in this Python environment, registered in entry-point name order."""
     registry = ExtensionRegistry()
+    if not _may_declare_extensions():
+        return registry
+    from importlib.metadata import entry_points
+
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
         try:
             loaded = point.load()
