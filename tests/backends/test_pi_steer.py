@@ -149,3 +149,20 @@ async def test_a_steer_for_an_agent_not_yet_running_is_queued_for_its_attempt(
     assert await pi.run_attempt(request, BudgetControl()) == "Steered."
 
     assert STEER in user_texts(server.bodies()[-1])
+
+
+async def test_a_pi_child_is_stopped_at_the_tool_call_past_its_hard_tool_budget(
+    project: Path, server: ChatServer
+) -> None:
+    # pi runs its own tools; piflow counts each as it starts and stops the session at the one past the limit.
+    server.script(Stream(tool_stream("read", {"path": "notes.md"}, call_id="c1")),
+                  Stream(tool_stream("read", {"path": "notes.md"}, call_id="c2")),
+                  Stream(text_stream("never reached")))
+    script = """try { await runs.run("a", {agent: "worker", task: "Work", toolBudget: {hard: 1}}); }
+catch (error) { return error.message; }"""
+
+    result = await _run(project, script)
+
+    assert result == ("Run 'a' failed: Tool budget hard limit reached after 1 tool calls (hard 1). The child was "
+                      "stopped before calling read; raise toolBudget.hard or narrow the task.")
+    assert len(server.bodies()) == 2  # stopped at the second read: no third model request

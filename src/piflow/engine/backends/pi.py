@@ -488,7 +488,10 @@ class _Attempt:
             elif update in ("text_start", "text_delta"):
                 self._activity("responding")
         elif kind == "tool_execution_start":
-            self._activity(str(event.get("toolName")))
+            name = str(event.get("toolName"))
+            if name != RESULT_TOOL:  # `toolBudget` counts the agent's tools, not its answer
+                self.control.tool_call(name)
+            self._activity(name)
         elif kind == "message_end" and (event.get("message") or {}).get("role") == "assistant":
             self.message = event["message"]
         elif kind == "agent_end":
