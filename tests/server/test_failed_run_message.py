@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import Workspace, open_document
 from lsprotocol import types
-from test_runs import press
+from test_runs import execute, press
 
 SCRIPT = 'await phase("release");\nthrow new Error("The release was rejected");\n'
 
@@ -27,4 +27,7 @@ async def test_the_plugin_gets_the_message_as_written(start, workspace: Workspac
     run_id = (await press(client, uri, "▶ Run"))["runId"]
     finished = await client.expect("piflow/runFinished", lambda p: p["runId"] == run_id, timeout=60)
     assert finished["state"] == "failed"
-    assert finished["error"] == {"code": "INTERNAL_ERROR", "message": "The release was rejected"}
+    # `authored` tells the plugin to show the message without the code.
+    written = {"code": "INTERNAL_ERROR", "message": "The release was rejected", "authored": True}
+    assert finished["error"] == written
+    assert (await execute(client, "piflow.showRun", {"runId": run_id}))["error"] == written

@@ -4,7 +4,7 @@
 import * as vscode from "vscode";
 import { ApprovalFlow } from "./approvals";
 import { registerCommands } from "./commands";
-import { shortId } from "./format";
+import { errorText, shortId } from "./format";
 import type { RunFinished } from "./protocol";
 import { RunLoader } from "./runLoader";
 import { needsAttention, RunModel } from "./runModel";
@@ -110,7 +110,7 @@ function reportFinished(workflow: string, event: RunFinished, showRun: () => Pro
   if (event.state === "completed") {
     vscode.window.setStatusBarMessage(`$(pass) ${name} completed`, 10_000);
   } else if (event.error) {
-    const text = `${name} ${event.state.replace(/_/g, " ")}: ${event.error.code}: ${event.error.message}`;
+    const text = `${name} ${event.state.replace(/_/g, " ")}: ${errorText(event.error)}`;
     void vscode.window.showErrorMessage(text, SHOW_RUN).then((choice) => (choice === SHOW_RUN ? showRun() : undefined));
   } else {
     void vscode.window.showInformationMessage(`${name} ${event.state.replace(/_/g, " ")}`);

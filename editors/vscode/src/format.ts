@@ -1,6 +1,6 @@
 // Short texts for numbers, budgets and runs, shared by the tree, the status bar and prompts.
 
-import type { Limit } from "./protocol";
+import type { Limit, WorkflowFailure } from "./protocol";
 
 /** 950 → "950", 12_300 → "12.3k", 4_500_000 → "4.5M". */
 export function compactCount(value: number): string {
@@ -67,4 +67,9 @@ export function formatBudgetGauge(limits: Record<string, Limit>, usage: Record<s
 export function oneLineJson(value: unknown, max = 200): string {
   const text = value === undefined ? "undefined" : JSON.stringify(value);
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
+}
+
+/** `CODE: message`, or only the message when the script's author wrote it (`throw new Error("…")`). */
+export function errorText(error: WorkflowFailure): string {
+  return error.authored ? error.message : `${error.code}: ${error.message}`;
 }

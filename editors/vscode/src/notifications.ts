@@ -3,7 +3,7 @@
 // connection in the wire test.
 
 import type { ApprovalFlow } from "./approvals";
-import { shortId } from "./format";
+import { errorText, shortId } from "./format";
 import {
   decodeBudgetApproval,
   decodeCheckpoint,
@@ -62,7 +62,7 @@ export function bindNotifications(source: NotificationSource, sinks: Notificatio
     }),
     on(Notification.runFinished, decodeRunFinished, (event) => {
       model.finished(event);
-      const error = event.error ? ` ${event.error.code}: ${event.error.message}` : "";
+      const error = event.error ? ` ${errorText(event.error)}` : "";
       sinks.log(`[${shortId(event.runId)}] ${event.state}${error}`);
       sinks.finished(event);
     }),

@@ -38,6 +38,8 @@ export function commandUri(args: readonly unknown[]): string | undefined {
 export interface WorkflowFailure {
   code: string;
   message: string;
+  /** The script's author wrote `message` (`throw new Error("…")`): shown as written, without the code. */
+  authored: boolean;
 }
 
 export interface AgentView {
@@ -50,6 +52,8 @@ export interface AgentView {
   tokens: number;
   costUsd: number;
   activity: string | null;
+  /** The agent that started this one as its child (spec J.5); null for a script's own agent. */
+  parentId: string | null;
   error: WorkflowFailure | null;
 }
 
@@ -260,7 +264,7 @@ function fileUri(path: string): string {
 function failure(value: unknown): WorkflowFailure | null {
   const body = record(value);
   if (!body) return null;
-  return { code: text(body.code) ?? "ERROR", message: text(body.message) ?? "" };
+  return { code: text(body.code) ?? "ERROR", message: text(body.message) ?? "", authored: body.authored === true };
 }
 
 function agent(value: unknown): AgentView | undefined {
@@ -277,6 +281,7 @@ function agent(value: unknown): AgentView | undefined {
     tokens: count(body.tokens),
     costUsd: count(body.costUsd),
     activity: text(body.activity),
+    parentId: text(body.parentId),
     error: failure(body.error),
   };
 }

@@ -31,6 +31,8 @@ export interface Run {
   agents: AgentView[] | null;
   /** Position of each agent in `agents`, so a delta is merged in O(changed agents). */
   agentIndex: Map<string, number>;
+  /** The ids of each parent's child agents (spec J.5), in order of first sight. */
+  children: Map<string, string[]>;
   agentCounts: AgentCounts;
   /** Settled agents, tokens and cost summed over `agents`: the totals when a message carries none. */
   tally: Tally;
@@ -110,6 +112,21 @@ function count(tally: Tally, agent: AgentView, sign: 1 | -1): void {
   tally.costUsd += sign * agent.costUsd;
 }
 
+function adopt(run: Run, parentId: string | null, agentId: string): void {
+  if (parentId === null) return;
+  const siblings = run.children.get(parentId);
+  if (siblings) siblings.push(agentId);
+  else run.children.set(parentId, [agentId]);
+}
+
+function disown(run: Run, parentId: string | null, agentId: string): void {
+  const siblings = parentId === null ? undefined : run.children.get(parentId);
+  const index = siblings ? siblings.indexOf(agentId) : -1;
+  if (index < 0) return;
+  siblings?.splice(index, 1);
+  if (siblings?.length === 0 && parentId !== null) run.children.delete(parentId);
+}
+
 /**
  * What changed: one run (undefined: any run, e.g. after a listing). `agents` lists the agents
  * whose progress alone changed, each already shown; `"all"` when the run's agent list itself
@@ -185,6 +202,7 @@ export class RunModel {
     if (event.reset) {
       run.agents = [];
       run.agentIndex = new Map();
+      run.children = new Map();
       run.tally = { settled: 0, tokens: 0, costUsd: 0 };
       this.upsertAgents(run, run.agents, event.agents);
     } else if (run.agents) {
@@ -204,25 +222,46 @@ export class RunModel {
     return { run, agents };
   }
 
-  /** Upserts by id; answers the ids of agents already listed, or "all" when some are new. */
+  /**
+   * Upserts by id; answers the ids of agents already listed, or "all" when the tree's shape changed
+   * (an agent is new, or moved to another parent).
+   */
   private upsertAgents(run: Run, list: AgentView[], agents: AgentView[]): RunChange["agents"] {
     const updated: string[] = [];
-    let added = false;
+    let reshaped = false;
     for (const agent of agents) {
       const index = run.agentIndex.get(agent.id);
       const previous = index === undefined ? undefined : list[index];
       if (index === undefined || previous === undefined) {
         run.agentIndex.set(agent.id, list.length);
         list.push(agent);
-        added = true;
+        adopt(run, agent.parentId, agent.id);
+        reshaped = true;
       } else {
         count(run.tally, previous, -1);
         list[index] = agent;
+        if (previous.parentId !== agent.parentId) {
+          disown(run, previous.parentId, agent.id);
+          adopt(run, agent.parentId, agent.id);
+          reshaped = true;
+        }
         updated.push(agent.id);
       }
       count(run.tally, agent, 1);
     }
-    return added ? "all" : updated;
+    return reshaped ? "all" : updated;
+  }
+
+  /**
+   * The agents shown under `parentId`: its children, or (null) the run's top level, which holds
+   * the script's agents and any child whose parent is not known yet, until it is.
+   */
+  agentChildren(run: Run, parentId: string | null): AgentView[] {
+    const agents = run.agents ?? [];
+    if (parentId !== null) {
+      return (run.children.get(parentId) ?? []).flatMap((id) => agents[run.agentIndex.get(id) ?? -1] ?? []);
+    }
+    return agents.filter((agent) => agent.parentId === null || !run.agentIndex.has(agent.parentId));
   }
 
   checkpoint(event: CheckpointRequest): void {
@@ -294,6 +333,7 @@ export class RunModel {
         phase: null,
         agents: null,
         agentIndex: new Map(),
+        children: new Map(),
         agentCounts: { total: 0, settled: 0 },
         tally: { settled: 0, tokens: 0, costUsd: 0 },
         revision: 0,

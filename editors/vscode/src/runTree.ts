@@ -2,7 +2,7 @@
 // (a pi-subagents run's `runs.lanes` boards → their stages), agents.
 // The VS Code tree provider only maps these nodes to TreeItems.
 
-import { compactCount, dollars, formatBudgetGauge, formatLimits, formatUsage, oneLineJson, shortId } from "./format";
+import { compactCount, dollars, errorText, formatBudgetGauge, formatLimits, formatUsage, oneLineJson, shortId } from "./format";
 import type { AgentView, Lane, LaneStage } from "./protocol";
 import { isTerminal, needsAttention, type Run, type RunModel } from "./runModel";
 
@@ -90,6 +90,9 @@ export function childNodes(model: RunModel, node: RunNode): RunNode[] {
     const found = findLane(run, node.call, node.lane);
     return (found?.stages ?? []).map((s): RunNode => ({ ...node, kind: "stage", stage: s.key }));
   }
+  if (node.kind === "agent" && run) {
+    return model.agentChildren(run, node.agentId).map((a): RunNode => ({ ...node, agentId: a.id }));
+  }
   if (node.kind !== "run" || !run) return [];
   const { runId } = run;
   const children: RunNode[] = [
@@ -101,7 +104,7 @@ export function childNodes(model: RunModel, node: RunNode): RunNode[] {
   for (const board of run.lanes) {
     for (const lane of board.lanes) children.push({ kind: "lane", runId, call: board.call, lane: lane.key });
   }
-  for (const agent of run.agents ?? []) children.push({ kind: "agent", runId, agentId: agent.id });
+  for (const agent of model.agentChildren(run, null)) children.push({ kind: "agent", runId, agentId: agent.id });
   return children;
 }
 
@@ -121,7 +124,7 @@ export function viewNode(model: RunModel, node: RunNode): NodeView | undefined {
     case "error":
       return errorView(run);
     case "agent":
-      return agentView(run, model.agent(run.runId, node.agentId));
+      return agentView(run, model.agent(run.runId, node.agentId), run.children.has(node.agentId));
     case "lane":
       return laneView(run, node.call, findLane(run, node.call, node.lane));
     case "stage":
@@ -229,9 +232,10 @@ function budgetView(run: Run): NodeView | undefined {
 function errorView(run: Run): NodeView | undefined {
   if (!run.error) return undefined;
   return leaf(nodeKey({ kind: "error", runId: run.runId }), {
-    label: run.error.code,
-    description: run.error.message,
-    tooltip: `${run.error.code}: ${run.error.message}`,
+    // An error the script's author wrote reads as written; the code would only say "internal".
+    label: run.error.authored ? run.error.message : run.error.code,
+    description: run.error.authored ? "" : run.error.message,
+    tooltip: errorText(run.error),
     icon: { id: "error", color: "testing.iconFailed" },
     contextValue: "error",
   });
@@ -246,7 +250,8 @@ function agentDescription(agent: AgentView): string {
   return parts.join(" · ");
 }
 
-function agentView(run: Run, agent: AgentView | undefined): NodeView | undefined {
+/** An agent; one that started child agents (spec J.5) holds them, open. */
+function agentView(run: Run, agent: AgentView | undefined, parent: boolean): NodeView | undefined {
   if (!agent) return undefined;
   const lines = [
     agent.label,
@@ -257,14 +262,17 @@ function agentView(run: Run, agent: AgentView | undefined): NodeView | undefined
     `cost: ${dollars(agent.costUsd)}`,
   ];
   if (agent.role) lines.splice(2, 0, `role: ${agent.role}`);
-  if (agent.error) lines.push(`error: ${agent.error.code}: ${agent.error.message}`);
-  return leaf(nodeKey({ kind: "agent", runId: run.runId, agentId: agent.id }), {
+  if (agent.error) lines.push(`error: ${errorText(agent.error)}`);
+  return {
+    id: nodeKey({ kind: "agent", runId: run.runId, agentId: agent.id }),
     label: agent.label,
     description: agentDescription(agent),
     tooltip: lines.join("\n"),
     icon: AGENT_ICONS[agent.state] ?? { id: "circle-outline" },
     contextValue: "agent",
-  });
+    expandable: parent,
+    expanded: parent,
+  };
 }
 
 function findLane(run: Run, call: number, key: string): Lane | undefined {

@@ -2,7 +2,7 @@
 // output, error, attempts and transcript, as Markdown. Plain data in, plain text and link
 // positions out; runViewProvider.ts serves it as a read-only `piflow-run:` document.
 
-import { compactCount, dollars, formatBudgetGauge, shortId } from "./format";
+import { compactCount, dollars, errorText, formatBudgetGauge, shortId } from "./format";
 import type { AgentDetail, RunDetail } from "./protocol";
 
 export const RUN_VIEW_SCHEME = "piflow-run";
@@ -86,7 +86,7 @@ function writeAgent(out: Writer, agent: AgentDetail, runId: string): void {
   out.line(facts.join(" · "));
   out.line();
   if (agent.error) {
-    out.line(`**Error** ${agent.error.code}: ${agent.error.message}`);
+    out.line(`**Error** ${errorText(agent.error)}`);
     out.line();
   }
   const full: RunViewLink["target"] = {
@@ -112,7 +112,7 @@ function writeAgent(out: Writer, agent: AgentDetail, runId: string): void {
     out.line("Attempts:");
     for (const attempt of agent.attemptList) {
       const parts = [`- #${attempt.number} ${words(attempt.state)}`, usage(attempt.tokens, attempt.costUsd)];
-      if (attempt.error) parts.push(`${attempt.error.code}: ${attempt.error.message}`);
+      if (attempt.error) parts.push(errorText(attempt.error));
       const prefix = parts.join(" · ");
       if (attempt.transcriptPath) {
         out.link(`${prefix} · transcript `, attempt.transcriptPath, { kind: "file", path: attempt.transcriptPath });
@@ -122,6 +122,36 @@ function writeAgent(out: Writer, agent: AgentDetail, runId: string): void {
     }
     out.line();
   }
+}
+
+/**
+ * Agents depth first, each child (spec J.5) right after its parent with its depth; an agent whose
+ * parent is not listed is shown at the top level.
+ */
+export function agentTree<A extends { id: string; parentId: string | null }>(agents: readonly A[]): { agent: A; depth: number }[] {
+  const known = new Set(agents.map((agent) => agent.id));
+  const children = new Map<string, A[]>();
+  const roots: A[] = [];
+  for (const agent of agents) {
+    if (agent.parentId === null || !known.has(agent.parentId) || agent.parentId === agent.id) roots.push(agent);
+    else {
+      const siblings = children.get(agent.parentId);
+      if (siblings) siblings.push(agent);
+      else children.set(agent.parentId, [agent]);
+    }
+  }
+  const ordered: { agent: A; depth: number }[] = [];
+  const seen = new Set<string>();
+  const visit = (agent: A, depth: number): void => {
+    if (seen.has(agent.id)) return;
+    seen.add(agent.id);
+    ordered.push({ agent, depth });
+    for (const child of children.get(agent.id) ?? []) visit(child, depth + 1);
+  };
+  for (const agent of roots) visit(agent, 0);
+  // Agents in a parent cycle (a malformed record) reach no root: still listed, at the top level.
+  for (const agent of agents) visit(agent, 0);
+  return ordered;
 }
 
 export function renderRun(run: RunDetail): RenderedRun {
@@ -147,7 +177,7 @@ export function renderRun(run: RunDetail): RenderedRun {
   if (run.error) {
     out.line("## Error");
     out.line();
-    out.line(`${run.error.code}: ${run.error.message}`);
+    out.line(errorText(run.error));
     out.line();
   }
   if (run.state === "completed" || (run.result !== undefined && run.result !== null)) {
@@ -180,9 +210,10 @@ export function renderRun(run: RunDetail): RenderedRun {
     out.line("(none yet)");
     out.line();
   }
-  for (const agent of run.agents) {
+  for (const { agent, depth } of agentTree(run.agents)) {
     agentLines.set(agent.id, out.lines.length);
-    out.line(`### ${agent.label}`);
+    // A child agent's heading sits one level under its parent's, so the outline nests them too.
+    out.line(`${"#".repeat(Math.min(3 + depth, 6))} ${"  ".repeat(depth)}${agent.label}`);
     out.line();
     writeAgent(out, agent, run.runId);
   }

@@ -228,6 +228,8 @@ class RunNotifications(LanguageFeature):
         error = view.get("error")
         if error:
             finished["error"] = {"code": error.get("code", "INTERNAL_ERROR"), "message": error.get("message", "")}
+            if error.get("authored") is True:  # the author's own words are shown as written
+                finished["error"]["authored"] = True
         self.server.notify_custom("piflow/runFinished", protocol.RunFinished.model_validate(finished).to_wire())
         self._end(event.run_id, state)
         for table in (self._announced, self._sending, self._sent_at, self._uris, self._sent_agents, self._changed,

@@ -53,6 +53,9 @@ class ErrorInfo(Message):
 
     code: str
     message: str
+    authored: bool = False
+    """True when the script's author wrote `message` (`throw new Error("…")`): show it as written,
+    without the code; absent otherwise."""
 
 
 class BudgetLimit(Message):

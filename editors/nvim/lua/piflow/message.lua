@@ -54,4 +54,13 @@ function M.compact_json(v, limit)
   return text
 end
 
+--- `CODE: message`, or only the message when the script's author wrote it (`authored`): a script's
+--- own `throw new Error("…")` reads as written.
+function M.error_text(err)
+  if err.authored == true then
+    return tostring(err.message or "")
+  end
+  return string.format("%s: %s", tostring(err.code or "ERROR"), tostring(err.message or ""))
+end
+
 return M

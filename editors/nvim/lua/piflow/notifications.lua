@@ -94,7 +94,7 @@ on["piflow/runFinished"] = function(params)
     return message.notify(text)
   end
   if run.error then
-    text = string.format("%s  %s: %s", text, run.error.code, run.error.message)
+    text = string.format("%s  %s", text, message.error_text(run.error))
   end
   -- A failure needs looking into; a stop (often the user's own) only needs noting.
   message.notify(text, run.state == "failed" and vim.log.levels.ERROR or vim.log.levels.WARN)

@@ -135,7 +135,8 @@ local function value_lines(value, indent)
   return lines
 end
 
-local function line_of_agent(agent)
+--- An agent's lines, indented two spaces more per `depth` (a child agent sits under its parent).
+local function line_of_agent(agent, depth)
   local parts = { agent.label or agent.id, agent.state }
   if agent.model then
     table.insert(parts, "model=" .. agent.model)
@@ -152,7 +153,7 @@ local function line_of_agent(agent)
   end
   local lines = { "  " .. table.concat(parts, " · ") }
   if agent.error then
-    table.insert(lines, string.format("    error: %s: %s", agent.error.code, agent.error.message))
+    table.insert(lines, "    error: " .. message.error_text(agent.error))
   elseif agent.activity then
     table.insert(lines, "    " .. agent.activity)
   end
@@ -171,7 +172,7 @@ local function line_of_agent(agent)
     for _, attempt in ipairs(attempts) do
       local line = string.format("    attempt %d: %s", attempt.number or 0, attempt.state or "?")
       if attempt.error then
-        line = string.format("%s: %s: %s", line, attempt.error.code, attempt.error.message)
+        line = string.format("%s: %s", line, message.error_text(attempt.error))
       end
       table.insert(lines, line)
     end
@@ -179,7 +180,48 @@ local function line_of_agent(agent)
   if agent.transcriptPath then
     table.insert(lines, "    transcript: " .. agent.transcriptPath)
   end
+  local pad = string.rep("  ", depth or 0)
+  for i, line in ipairs(lines) do
+    lines[i] = pad .. line
+  end
   return lines
+end
+
+--- Agents depth first with their depth: each child (spec J.5, `parentId`) right after its parent;
+--- one whose parent is not listed stays at the top level.
+local function agent_tree(agents)
+  local known, children, roots = {}, {}, {}
+  for _, agent in ipairs(agents) do
+    known[agent.id] = true
+  end
+  for _, agent in ipairs(agents) do
+    local parent = agent.parentId
+    if type(parent) == "string" and known[parent] and parent ~= agent.id then
+      children[parent] = children[parent] or {}
+      table.insert(children[parent], agent)
+    else
+      table.insert(roots, agent)
+    end
+  end
+  local ordered, seen = {}, {}
+  local function visit(agent, depth)
+    if seen[agent.id] then
+      return
+    end
+    seen[agent.id] = true
+    table.insert(ordered, { agent = agent, depth = depth })
+    for _, child in ipairs(children[agent.id] or {}) do
+      visit(child, depth + 1)
+    end
+  end
+  for _, agent in ipairs(roots) do
+    visit(agent, 0)
+  end
+  -- Agents in a parent cycle (a malformed record) reach no root: still listed, at the top level.
+  for _, agent in ipairs(agents) do
+    visit(agent, 0)
+  end
+  return ordered
 end
 
 --- The details view of a showRun snapshot: its lines, and for each line of an agent the agent's
@@ -215,16 +257,16 @@ function M.details(snapshot)
     end
   end
   if snapshot.error then
-    add(string.format("Error: %s: %s", snapshot.error.code, snapshot.error.message))
+    add("Error: " .. message.error_text(snapshot.error))
   end
   if snapshot.result ~= nil then
     add("Result: " .. message.compact_json(snapshot.result, 2000))
   end
   if snapshot.agentList and #snapshot.agentList > 0 then
     add("Agent details (<CR> on an agent opens it):")
-    for _, agent in ipairs(snapshot.agentList) do
-      for _, line in ipairs(line_of_agent(agent)) do
-        add(line, agent.id)
+    for _, entry in ipairs(agent_tree(snapshot.agentList)) do
+      for _, line in ipairs(line_of_agent(entry.agent, entry.depth)) do
+        add(line, entry.agent.id)
       end
     end
   end

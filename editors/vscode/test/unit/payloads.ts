@@ -18,6 +18,7 @@ export interface AgentWire {
   tokens: number;
   costUsd: number;
   activity: string | null;
+  parentId?: string | null;
 }
 
 export function agentWire(id: string, state: string, fields: Partial<AgentWire> = {}): AgentWire {

@@ -64,7 +64,7 @@ test("a finished run keeps its result or its error", () => {
   });
   assert.deepEqual(
     decodeRunFinished(wire.finished("failed", { error: { code: "AGENT_FAILED", message: "boom" } }))?.error,
-    { code: "AGENT_FAILED", message: "boom" },
+    { code: "AGENT_FAILED", message: "boom", authored: false },
   );
 });
 

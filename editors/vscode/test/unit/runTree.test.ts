@@ -247,3 +247,78 @@ test("a pi-subagents run shows its live lane board: each lane, then its stages",
   h.source.emit(Notification.runProgress, wire.progress("running", []));
   assert.equal(lanes().length, 2);
 });
+
+/** The agents of the first run as an indented outline: two spaces per level of child (spec J.5). */
+function outline(h: Harness): string[] {
+  const lines: string[] = [];
+  const walk = (node: RunNode, depth: number): void => {
+    for (const child of childNodes(h.model, node)) {
+      const view = viewNode(h.model, child);
+      if (child.kind !== "agent" || !view) continue;
+      lines.push(`${"  ".repeat(depth)}${view.label}${view.expandable ? (view.expanded ? " ▾" : " ▸") : ""}`);
+      walk(child, depth + 1);
+    }
+  };
+  const [run] = rootNodes(h.model);
+  if (run) walk(run, 0);
+  return lines;
+}
+
+test("child agents nest under the agent that started them, and grandchildren under theirs", () => {
+  const h = quiet();
+  h.source.emit(
+    Notification.runProgress,
+    wire.delta(
+      "running",
+      [
+        wire.agentWire("lead", "waiting_for_child"),
+        wire.agentWire("fixer", "running", { parentId: "lead" }),
+        wire.agentWire("solo", "completed"),
+        wire.agentWire("tester", "running", { parentId: "fixer" }),
+        wire.agentWire("docs", "queued", { parentId: "lead" }),
+      ],
+      { total: 5, settled: 1 },
+      true,
+    ),
+  );
+  assert.deepEqual(outline(h), ["lead ▾", "  fixer ▾", "    tester", "  docs", "solo"]);
+  const lead = viewNode(h.model, { kind: "agent", runId: wire.RUN_ID, agentId: "lead" });
+  assert.equal(lead?.icon.id, "type-hierarchy-sub");
+});
+
+test("a delta's child waits at the top level until its parent is known, then moves under it", () => {
+  const h = quiet();
+  h.source.emit(Notification.runProgress, wire.delta("running", [wire.agentWire("lead", "running")], { total: 1, settled: 0 }, true));
+  h.source.emit(
+    Notification.runProgress,
+    wire.delta("running", [wire.agentWire("tester", "running", { parentId: "fixer" })], { total: 2, settled: 0 }),
+  );
+  assert.deepEqual(outline(h), ["lead", "tester"]);
+  h.source.emit(
+    Notification.runProgress,
+    wire.delta("running", [wire.agentWire("fixer", "running", { parentId: "lead" })], { total: 3, settled: 0 }),
+  );
+  assert.deepEqual(outline(h), ["lead ▾", "  fixer ▾", "    tester"]);
+  // A progress-only delta of a child keeps the nesting.
+  h.source.emit(
+    Notification.runProgress,
+    wire.delta("running", [wire.agentWire("tester", "completed", { parentId: "fixer" })], { total: 3, settled: 1 }),
+  );
+  assert.deepEqual(outline(h), ["lead ▾", "  fixer ▾", "    tester"]);
+  assert.equal(h.model.agent(wire.RUN_ID, "tester")?.state, "completed");
+});
+
+test("a script's own error reads as written, without the INTERNAL_ERROR code", () => {
+  const h = quiet();
+  h.source.emit(Notification.runStarted, wire.started());
+  h.source.emit(
+    Notification.runFinished,
+    wire.finished("failed", { error: { code: "INTERNAL_ERROR", message: "The release was rejected", authored: true } }),
+  );
+  const [run] = tree(h);
+  assert.deepEqual(run?.children, ["error The release was rejected —  [error]"]);
+  const error = viewNode(h.model, { kind: "error", runId: wire.RUN_ID });
+  assert.equal(error?.tooltip, "The release was rejected");
+  assert.ok(h.logs.includes("[3f2a9c41] failed The release was rejected"), h.logs.join("\n"));
+  assert.ok(!h.logs.some((line) => line.includes("INTERNAL_ERROR")));
+});

@@ -43,8 +43,8 @@ test("showRun's snapshot decodes with each agent's output, error, attempts and t
       ["summarizer", false, true, null, 0],
     ],
   );
-  assert.deepEqual(run.agents[1]?.attemptList[0]?.error, { code: "TIMEOUT", message: "took too long" });
-  assert.deepEqual(run.error, { code: "AGENT_FAILED", message: "critic failed" });
+  assert.deepEqual(run.agents[1]?.attemptList[0]?.error, { code: "TIMEOUT", message: "took too long", authored: false });
+  assert.deepEqual(run.error, { code: "AGENT_FAILED", message: "critic failed", authored: false });
 });
 
 test("the run view shows the state, result, every agent's output, error, attempts and transcript", () => {
@@ -217,4 +217,29 @@ test("the run view of a pi-subagents run draws its lane board from showRun's sub
   const text = renderRun(detail("completed", [writer], { subagents })).text;
   assert.match(text, /## Lanes\n\n- \*\*ui\*\* blocked: write completed → review blocked \(verdict blocked\) → fix skipped\n/);
   assert.doesNotMatch(renderRun(detail("completed", [writer])).text, /## Lanes/);
+});
+
+test("the run view lists child agents right under their parent, indented one level deeper", () => {
+  const rendered = renderRun(
+    detail("running", [
+      wire.agentDetailWire("lead", "waiting_for_child"),
+      wire.agentDetailWire("solo", "completed"),
+      wire.agentDetailWire("fixer", "running", { parentId: "lead" }),
+      wire.agentDetailWire("tester", "queued", { parentId: "fixer" }),
+      wire.agentDetailWire("orphan", "queued", { parentId: "gone" }),
+    ]),
+  );
+  const headings = rendered.text.split("\n").filter((line) => line.startsWith("###"));
+  assert.deepEqual(headings, ["### lead", "#### ␣␣fixer", "##### ␣␣␣␣tester", "### solo", "### orphan"].map((h) => h.replace(/␣/g, " ")));
+  assert.equal(rendered.text.split("\n")[rendered.agentLines.get("tester") ?? -1], "#####     tester");
+});
+
+test("the run view shows a script's own error as written, and a coded error with its code", () => {
+  const authored = renderRun(
+    detail("failed", [], { error: { code: "INTERNAL_ERROR", message: "The release was rejected", authored: true } }),
+  );
+  assert.match(authored.text, /## Error\n\nThe release was rejected\n/);
+  assert.doesNotMatch(authored.text, /INTERNAL_ERROR/);
+  const coded = renderRun(detail("failed", [], { error: { code: "AGENT_FAILED", message: "critic failed" } }));
+  assert.match(coded.text, /## Error\n\nAGENT_FAILED: critic failed\n/);
 });
