@@ -78,14 +78,18 @@ class DevServer:
 class Workers:
     """`piflow worker` processes on one task queue, each its own process group (SIGKILL-able alone)."""
 
-    def __init__(self, server: DevServer, root: Path, task_queue: str) -> None:
+    def __init__(self, server: DevServer, root: Path, task_queue: str, python_path: tuple[str, ...] = ()) -> None:
         self.server = server
         self.root = root
         self.task_queue = task_queue
+        self.python_path = python_path
+        """Directories the workers import from first (e.g. an installed extension's)."""
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def environment(self) -> dict[str, str]:
-        return isolated_environment(self.root, self.root / "worker-home", self.root / "worker-agent")
+        env = isolated_environment(self.root, self.root / "worker-home", self.root / "worker-agent")
+        env["PYTHONPATH"] = os.pathsep.join([*self.python_path, env["PYTHONPATH"]])
+        return env
 
     def start(self, count: int = 1, *, max_agents: int = 16, timeout: float = 60.0) -> list[subprocess.Popen[bytes]]:
         started = []

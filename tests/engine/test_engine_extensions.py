@@ -1,37 +1,125 @@
-"""Extension functions, variables and named workflows registered from Python (spec L)."""
+"""Extension functions, variables and named workflows registered from Python (spec L).
+
+The run-behaviour tests (`ext_runs`) hold on both executors: the conformance extension below is
+installed as users install one (a module and its `piflow.extensions` entry point) on the path of
+the launching process and of a `piflow worker` of its own.
+"""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import finished, wait_for
+from engine_support import EmbeddedRuns, Runs, awaiting, executor, finished, serve_workers, wait_for
 
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.functions import FunctionContext
 from piflow.engine.store import RunStore
+from piflow.engine.views import AgentDetailView
 from piflow.errors import WorkflowError
 
-calls: list[dict[str, Any]] = []
+CONFORMANCE_EXTENSION = '''
+from piflow.errors import WorkflowError
 
 
-async def summarize(value: dict[str, Any], context: FunctionContext) -> dict[str, Any]:
-    calls.append(value)
+async def summarize(value, context):
     answer = await context.agent(f"Summarize {value['text']}", {"label": "summarizer"})
     return {"summary": answer, "run": context.run["workflow"]}
 
 
-EXTENSION: dict[str, Any] = {
+def late(setup, context):
+    if "hooked" in setup["prompt"]:
+        setup["prompt"] += f" [late:{context['attempt']}]"
+
+
+async def early(setup, context):
+    if "hooked" in setup["prompt"]:
+        if not context["run"]["runId"] or context["signal"].aborted:
+            raise RuntimeError("early got no run or an aborted signal")
+        setup["prompt"] += " [early]"
+        setup["sessionInput"]["tools"] = ["read", "grep"]
+
+
+def broken(setup, context):
+    if setup["prompt"].startswith("broken"):
+        raise RuntimeError("no credentials")
+
+
+async def review(value, ctx):
+    reviews = await ctx.parallel("reviews", {
+        "style": lambda: ctx.agent(ctx.prompt("Check the style of {file} {{ok}}", {"file": value["file"]})),
+        "tests": lambda: ctx.agent("Check the tests", {"label": "tester"}),
+    })
+    piped = await ctx.pipeline("fix", {"one": "a"}, {
+        "draft": lambda v: ctx.agent(f"draft {v}"),
+        "polish": lambda v: v.upper(),
+    })
+    await ctx.phase("reviewing")
+    await ctx.log("reviewed")
+    nested = await ctx.invoke("shout", {"text": "hi"})
+    return {"reviews": reviews, "piped": piped, "nested": nested}
+
+
+async def shout(value, ctx):
+    return {"text": await ctx.agent(value["text"])}
+
+
+async def misuse(value, ctx):
+    problems = {}
+    attempts = {
+        "parallel": lambda: ctx.parallel(" ", {}),
+        "tasks": lambda: ctx.parallel("p", {"a": 1}),
+        "stages": lambda: ctx.pipeline("p", {"a": 1}, {}),
+        "worktree": lambda: ctx.with_worktree("", lambda: None),
+        "invoke": lambda: ctx.invoke("nope", {}),
+        "input": lambda: ctx.invoke("misuse", {"x": 1}),
+        "agent": lambda: ctx.agent(5),
+        "options": lambda: ctx.agent("x", {"thinking": "lots"}),
+    }
+    for key, attempt in attempts.items():
+        try:
+            await attempt()
+        except WorkflowError as exc:
+            problems[key] = [exc.code, exc.message]
+    try:
+        ctx.prompt("{a}", {"a": 1, "b": 2})
+    except WorkflowError as exc:
+        problems["prompt"] = [exc.code, exc.message]
+
+    async def second_fails():
+        raise WorkflowError("AGENT_FAILED", "second broke")
+
+    async def third_fails():
+        raise RuntimeError("third broke")
+
+    try:
+        await ctx.parallel("p", {"first": lambda: 1, "second": second_fails, "third": third_fails})
+    except WorkflowError as exc:
+        problems["first failure"] = [exc.code, exc.message, exc.failed_at]
+    return problems
+
+
+async def gate(value, ctx):
+    first = await ctx.checkpoint({"name": "ship", "prompt": "Ship it?", "context": {"files": 2}})
+    second = await ctx.checkpoint({"name": "ship", "prompt": "Really?", "context": None})
+    return {"answers": [first, second]}
+
+
+def function(run, description="A function", input=None):
+    return {"description": description, "input": input or {"type": "object"}, "output": {"type": "object"},
+            "run": run}
+
+
+EXTENSION = {
     "version": "1.0.0",
     "headline": "Text tools",
     "description": "Helpers for text",
@@ -42,12 +130,22 @@ EXTENSION: dict[str, Any] = {
             "output": {"type": "object", "required": ["summary"]},
             "run": summarize,
         },
+        "review": function(review),
+        "shout": function(shout),
+        "misuse": function(misuse, input={"type": "object", "additionalProperties": False}),
+        "gate": function(gate),
     },
     "variables": {
         "team": {"description": "The team", "schema": {"type": "array"}, "resolve": lambda run: ["ada", "lin"]},
     },
     "workflows": {"hello": {"description": "Say hello", "script": "return `hello ${args}`"}},
+    "agentSetupHooks": {"late": {"setup": late}, "early": {"priority": 1, "setup": early},
+                        "broken": {"setup": broken}},
 }
+'''
+_DEFINED: dict[str, Any] = {}
+exec(CONFORMANCE_EXTENSION, _DEFINED)  # the very source the conformance tests install
+EXTENSION: dict[str, Any] = _DEFINED["EXTENSION"]
 
 
 def registry() -> ExtensionRegistry:
@@ -56,31 +154,50 @@ def registry() -> ExtensionRegistry:
     return reg
 
 
-async def test_functions_variables_and_replay(project: Path, store: RunStore) -> None:
-    calls.clear()
-    script = 'const s = await summarize({text: "the diff"}); return {s, team}'
-    async with Engine(store, extensions=registry()) as engine:
-        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project), name="ext"))
-        record = await finished(engine, run_id)
-    assert record.state == "completed"
-    assert record.result == {"s": {"summary": "[scripted] Summarize the diff", "run": "ext"}, "team": ["ada", "lin"]}
-    [agent] = store.agents(run_id)
-    assert agent.label == "summarizer"
-    assert "function/summarize/1" in store.journal(run_id)
-    assert len(calls) == 1
+@pytest.fixture(scope="session")
+def conformance_extension(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The directory the conformance extension is installed in."""
+    return _install_extension(tmp_path_factory.mktemp("conformance") / "site", "conformance_ext",
+                              CONFORMANCE_EXTENSION)
 
 
-async def test_bad_input_and_unknown_function(project: Path, store: RunStore) -> None:
-    script = 'try { await summarize({text: 5}) } catch (e) { return [e.code, e.message] }'
-    async with Engine(store, extensions=registry()) as engine:
-        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
-        assert (await finished(engine, run_id)).result == ["RESULT_INVALID", "Invalid input for summarize"]
+@pytest.fixture(scope="session")
+def extension_settings(temporal_server: Any, conformance_extension: str,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A `piflow worker` with the conformance extension installed, on a task queue of its own."""
+    yield from serve_workers(temporal_server, tmp_path_factory.mktemp("extension-workers"), 1,
+                             (conformance_extension,))
+
+
+@pytest.fixture(params=["embedded", "temporal"])
+async def ext_runs(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch,
+                   conformance_extension: str) -> AsyncIterator[Runs]:
+    """`Runs` where the conformance extension is installed: in this process (the embedded engine's
+    owner, and the client that launches a Temporal run) and on the executor's workers."""
+    monkeypatch.syspath_prepend(conformance_extension)
+    async with executor(request, project, "extension_settings") as chosen:
+        yield chosen
+
+
+async def test_functions_variables_and_replay(ext_runs: Runs) -> None:
+    outcome = await ext_runs.run('const s = await summarize({text: "the diff"}); return {s, team}', name="ext")
+    assert outcome.state == "completed", outcome.error
+    assert outcome.result == {"s": {"summary": "[scripted] Summarize the diff", "run": "ext"}, "team": ["ada", "lin"]}
+    assert [(a.label, a.state, a.attempts) for a in outcome.agents] == [("summarizer", "completed", 1)], \
+        "the function's agent ran once, however often the function was replayed"
+
+
+async def test_bad_input_and_unknown_function(ext_runs: Runs) -> None:
+    outcome = await ext_runs.run('try { await summarize({text: 5}) } catch (e) { return [e.code, e.message] }')
+    assert outcome.result == ["RESULT_INVALID", "Invalid input for summarize"]
+    outcome = await ext_runs.run('try { await summarise({text: "x"}) } catch (e) { return e.name }')
+    assert outcome.result == "ReferenceError"
 
 
 def test_registration_rules() -> None:
     reg = registry()
     with pytest.raises(WorkflowError, match="Global name is already registered: summarize"):
-        reg.register({**EXTENSION, "variables": {}, "workflows": {}}, "again")
+        reg.register({**EXTENSION, "variables": {}, "workflows": {}, "agentSetupHooks": {}}, "again")
     with pytest.raises(WorkflowError, match="Global name is reserved: agent"):
         ExtensionRegistry().register({**EXTENSION, "functions": {"agent": EXTENSION["functions"]["summarize"]}})
     with pytest.raises(WorkflowError, match="semantic version, headline, and description"):
@@ -100,7 +217,7 @@ def test_registration_rules() -> None:
         reg.register(EXTENSION)
     assert err.value.code == "REGISTRY_FROZEN"
     catalog = reg.catalog()
-    assert [f["name"] for f in catalog["functions"]] == ["summarize"]
+    assert [f["name"] for f in catalog["functions"]] == ["gate", "misuse", "review", "shout", "summarize"]
     assert catalog["variables"][0]["headline"] == "Text tools"
 
 
@@ -118,70 +235,41 @@ def test_entry_point_extensions_are_discovered(tmp_path: Path, monkeypatch: pyte
     assert "greet" in load_extensions().workflows
 
 
-async def test_setup_hooks_adjust_every_attempt_in_priority_order(project: Path, store: RunStore) -> None:
-    order: list[str] = []
-
-    def late(setup: dict[str, Any], context: dict[str, Any]) -> None:
-        order.append(f"late:{context['attempt']}")
-        setup["prompt"] = setup["prompt"] + " (checked)"
-
-    async def early(setup: dict[str, Any], context: dict[str, Any]) -> None:
-        order.append("early")
-        assert context["run"]["runId"] and not context["signal"].aborted
-        setup["sessionInput"]["tools"] = ["read", "grep"]
-
-    reg = ExtensionRegistry()
-    reg.register({"version": "1.0.0", "headline": "Policy", "description": "Adds a note",
-                  "agentSetupHooks": {"late": {"setup": late}, "early": {"priority": 1, "setup": early}}})
-    async with Engine(store, extensions=reg) as engine:
-        run_id = await engine.launch(LaunchRequest(script='return await agent("task")', cwd=str(project)))
-        record = await finished(engine, run_id)
-    assert record.result == "[scripted] task (checked)"
-    assert order == ["early", "late:1"]
-    [agent] = store.agents(run_id)
-    assert agent.state == "completed"
-    [attempt] = store.attempts(agent.id)
+async def test_setup_hooks_adjust_every_attempt_in_priority_order(ext_runs: Runs) -> None:
+    run_id = await ext_runs.launch('return await agent("hooked task")')
+    outcome = await ext_runs.finish(run_id)
+    assert outcome.result == "[scripted] hooked task [early] [late:1]", outcome.error
+    [agent] = (await ext_runs.view(run_id, details=True)).agent_list
+    assert isinstance(agent, AgentDetailView) and agent.state == "completed"
+    [attempt] = agent.attempt_list
     assert attempt.setup is not None
-    assert attempt.setup is not None
-    assert (attempt.setup.hook_names, attempt.setup.tools) == (("early", "late"), ("read", "grep"))
+    assert (attempt.setup.hook_names, attempt.setup.tools) == (("early", "broken", "late"), ("read", "grep"))
 
 
-async def test_each_attempt_records_the_setup_it_ran_with(project: Path, store: RunStore) -> None:
-    async with Engine(store) as engine:
-        run_id = await engine.launch(LaunchRequest(script='return await agent("task", {tools: ["ls"]})',
-                                                   cwd=str(project)))
-        assert (await finished(engine, run_id)).state == "completed"
-    [agent] = store.agents(run_id)
-    [attempt] = store.attempts(agent.id)
-    assert attempt.setup is not None
+async def test_each_attempt_records_the_setup_it_ran_with(runs: Runs, project: Path) -> None:
+    run_id = await runs.launch('return await agent("task", {tools: ["ls"]})')
+    assert (await runs.finish(run_id)).state == "completed"
+    [agent] = (await runs.view(run_id, details=True)).agent_list
+    assert isinstance(agent, AgentDetailView)
+    [attempt] = agent.attempt_list
     assert attempt.setup is not None
     assert (attempt.setup.hook_names, attempt.setup.tools, attempt.setup.cwd) == ((), ("ls",), str(project))
 
 
-async def test_a_throwing_setup_hook_fails_the_agent_without_retry(project: Path, store: RunStore) -> None:
-    def broken(setup: dict[str, Any], context: dict[str, Any]) -> None:
-        raise RuntimeError("no credentials")
-
-    reg = ExtensionRegistry()
-    reg.register({"version": "1.0.0", "headline": "Broken", "description": "Fails",
-                  "agentSetupHooks": {"broken": {"setup": broken}}})
-    async with Engine(store, extensions=reg) as engine:
-        script = 'try { await agent("task", {retries: 3}) } catch (e) { return [e.code, e.message] }'
-        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
-        record = await finished(engine, run_id)
-    assert record.result == ["AGENT_FAILED", "no credentials"]
-    [agent] = store.agents(run_id)
-    assert agent.attempts == 1
+async def test_a_throwing_setup_hook_fails_the_agent_without_retry(ext_runs: Runs) -> None:
+    script = 'try { await agent("broken task", {retries: 3}) } catch (e) { return [e.code, e.message] }'
+    outcome = await ext_runs.run(script)
+    assert outcome.result == ["AGENT_FAILED", "no credentials"]
+    [agent] = outcome.agents
+    assert (agent.state, agent.attempts) == ("failed", 1)
     assert agent.error == {"code": "AGENT_FAILED", "message": "no credentials"}
 
 
-async def test_registered_workflows_run_by_name(project: Path, store: RunStore) -> None:
-    async with Engine(store, extensions=registry()) as engine:
-        run_id = await engine.launch(LaunchRequest(script="", workflow="hello", args="team", cwd=str(project)))
-        record = await finished(engine, run_id)
-        assert (record.workflow_name, record.result) == ("hello", "hello team")
-        with pytest.raises(WorkflowError, match="Workflow is unavailable: nope"):
-            await engine.launch(LaunchRequest(script="", workflow="nope", cwd=str(project)))
+async def test_registered_workflows_run_by_name(ext_runs: Runs) -> None:
+    outcome = await ext_runs.run("", workflow="hello", args="team")
+    assert (outcome.view.summary.workflow_name, outcome.result) == ("hello", "hello team")
+    with pytest.raises(WorkflowError, match="Workflow is unavailable: nope"):
+        await ext_runs.launch("", workflow="nope")
 
 
 def extension(**groups: Any) -> ExtensionRegistry:
@@ -195,98 +283,40 @@ def function(run: Any, output: dict[str, Any] | None = None) -> dict[str, Any]:
             "run": run}
 
 
-async def review(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
-    reviews = await ctx.parallel("reviews", {
-        "style": lambda: ctx.agent(ctx.prompt("Check the style of {file} {{ok}}", {"file": value["file"]})),
-        "tests": lambda: ctx.agent("Check the tests", {"label": "tester"}),
-    })
-    piped = await ctx.pipeline("fix", {"one": "a"}, {
-        "draft": lambda v: ctx.agent(f"draft {v}"),
-        "polish": lambda v: v.upper(),
-    })
-    await ctx.phase("reviewing")
-    await ctx.log("reviewed")
-    nested = await ctx.invoke("shout", {"text": "hi"})
-    return {"reviews": reviews, "piped": piped, "nested": nested}
-
-
-async def shout(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
-    return {"text": await ctx.agent(value["text"])}
-
-
-async def test_function_context_orchestrates_agents_in_the_callers_scope(project: Path, store: RunStore) -> None:
-    reg = extension(functions={"review": function(review), "shout": function(shout)})
+async def test_function_context_orchestrates_agents_in_the_callers_scope(ext_runs: Runs) -> None:
     script = 'const r = await parallel("outer", {x: () => review({file: "a.py"})}); return r.x'
-    async with Engine(store, extensions=reg) as engine:
-        run_id = await engine.launch(LaunchRequest(script=script, cwd=str(project)))
-        record = await finished(engine, run_id)
-    assert record.state == "completed", record.error
-    assert record.result == {
+    run_id = await ext_runs.launch(script)
+    outcome = await ext_runs.finish(run_id)
+    assert outcome.state == "completed", outcome.error
+    assert outcome.result == {
         "reviews": {"style": "[scripted] Check the style of a.py {ok}", "tests": "[scripted] Check the tests"},
         "piped": {"one": "[SCRIPTED] DRAFT A"},
         "nested": {"text": "[scripted] hi"},
     }
-    assert record.phase == "reviewing"
-    agents = {tuple(a.structural_path): a for a in store.agents(run_id)}
+    assert outcome.view.summary.phase == "reviewing"
+    agents = {tuple(a.structural_path): a for a in outcome.agents}
     assert set(agents) == {("outer", "x", "reviews", "style"), ("outer", "x", "reviews", "tests"),
                            ("outer", "x", "fix", "one", "draft"), ("outer", "x")}
     assert agents[("outer", "x", "reviews", "tests")].label == "tester"
-    assert agents[("outer", "x", "reviews", "style")].parent_breadcrumb == "review"
-    assert agents[("outer", "x")].parent_breadcrumb == "review > shout"
-    journal = store.journal(run_id)
-    parent = "function/outer/x/review/1"
-    assert journal[parent] == record.result
-    nested = [path for path in journal if path.startswith("function/nested/")]
-    assert nested == ["function/nested/function%2Fouter%2Fx%2Freview%2F1/outer/x/shout/occurrence%3A1"]
     assert all("callsite%3Afunction%3Afunction%2Fouter%2Fx%2Freview%2F1" in (a.journal_path or "")
-               for a in agents.values() if a.parent_breadcrumb == "review")
-    assert [e.payload["message"] for e in store.events(run_id) if e.type == "piflow:log"] == ["reviewed"]
-    crumbs = {e.payload.get("parentBreadcrumb") for e in store.events(run_id) if "agentId" in e.payload}
-    assert crumbs == {"review", "review > shout"}
+               for path, a in agents.items() if path != ("outer", "x"))
+    if isinstance(ext_runs, EmbeddedRuns):  # what only the embedded store shows: the journal, breadcrumbs, logs
+        store = ext_runs.store
+        crumbs = {tuple(a.structural_path): a.parent_breadcrumb for a in store.agents(run_id)}
+        assert crumbs[("outer", "x", "reviews", "style")] == "review"
+        assert crumbs[("outer", "x")] == "review > shout"
+        journal = store.journal(run_id)
+        assert journal["function/outer/x/review/1"] == outcome.result
+        nested = [path for path in journal if path.startswith("function/nested/")]
+        assert nested == ["function/nested/function%2Fouter%2Fx%2Freview%2F1/outer/x/shout/occurrence%3A1"]
+        assert [e.payload["message"] for e in store.events(run_id) if e.type == "piflow:log"] == ["reviewed"]
+        payloads = [e.payload for e in store.events(run_id) if "agentId" in e.payload]
+        assert {p.get("parentBreadcrumb") for p in payloads} == {"review", "review > shout"}
 
 
-async def test_host_side_orchestration_errors_read_like_the_scripts(project: Path, store: RunStore) -> None:
-    async def misuse(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
-        problems: dict[str, Any] = {}
-        attempts: dict[str, Callable[[], Awaitable[Any]]] = {
-            "parallel": lambda: ctx.parallel(" ", {}),
-            "tasks": lambda: ctx.parallel("p", {"a": 1}),
-            "stages": lambda: ctx.pipeline("p", {"a": 1}, {}),
-            "worktree": lambda: ctx.with_worktree("", lambda: None),
-            "invoke": lambda: ctx.invoke("nope", {}),
-            "input": lambda: ctx.invoke("misuse", {"x": 1}),
-            "agent": lambda: ctx.agent(5),
-            "options": lambda: ctx.agent("x", {"thinking": "lots"}),
-        }
-        for key, attempt in attempts.items():
-            try:
-                await attempt()
-            except WorkflowError as exc:
-                problems[key] = [exc.code, exc.message]
-        try:
-            ctx.prompt("{a}", {"a": 1, "b": 2})
-        except WorkflowError as exc:
-            problems["prompt"] = [exc.code, exc.message]
-
-        async def second_fails() -> None:
-            raise WorkflowError("AGENT_FAILED", "second broke")
-
-        async def third_fails() -> None:
-            raise RuntimeError("third broke")
-
-        try:
-            await ctx.parallel("p", {"first": lambda: 1, "second": second_fails, "third": third_fails})
-        except WorkflowError as exc:
-            problems["first failure"] = [exc.code, exc.message, exc.failed_at]
-        return problems
-
-    reg = extension(functions={"misuse": function(misuse, {"type": "object"})})
-    reg.functions["misuse"] = reg.functions["misuse"].__class__(
-        "misuse", "A function", {"type": "object", "additionalProperties": False}, {"type": "object"}, misuse, "test")
-    async with Engine(store, extensions=reg) as engine:
-        run_id = await engine.launch(LaunchRequest(script="return await misuse({})", cwd=str(project)))
-        record = await finished(engine, run_id)
-    assert record.result == {
+async def test_host_side_orchestration_errors_read_like_the_scripts(ext_runs: Runs) -> None:
+    outcome = await ext_runs.run("return await misuse({})")
+    assert outcome.result == {
         "parallel": ["INVALID_METADATA", "parallel requires a stable explicit name"],
         "tasks": ["INVALID_METADATA", "parallel task values must be run functions"],
         "stages": ["INVALID_METADATA", "pipeline requires at least one stage"],
@@ -297,33 +327,18 @@ async def test_host_side_orchestration_errors_read_like_the_scripts(project: Pat
         "options": ["INVALID_METADATA", "agent thinking must be off, minimal, low, medium, high, xhigh, or max"],
         "prompt": ["INVALID_METADATA", 'Unused prompt value "b"'],
         "first failure": ["AGENT_FAILED", "second broke", None],
-    }
+    }, outcome.error
 
 
-def _answered(store: RunStore, run_id: str, label: str) -> bool:
-    return label not in [c.label for c in store.awaiting_checkpoints(run_id)]
-
-
-async def test_a_functions_checkpoint_waits_for_an_answer_and_returns_a_boolean(
-    project: Path, store: RunStore
-) -> None:
-    async def gate(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
-        first = await ctx.checkpoint({"name": "ship", "prompt": "Ship it?", "context": {"files": 2}})
-        second = await ctx.checkpoint({"name": "ship", "prompt": "Really?", "context": None})
-        return {"answers": [first, second]}
-
-    async with Engine(store, extensions=extension(functions={"gate": function(gate)})) as engine:
-        run_id = await engine.launch(LaunchRequest(script="return await gate({})", cwd=str(project)))
-        for label, approved in (("ship", True), ("ship#2", False)):
-            awaiting = await wait_for(lambda: store.awaiting_checkpoints(run_id))
-            assert [c.label for c in awaiting] == [label]
-            waiting = store.get_run(run_id)
-            assert waiting is not None and waiting.state == "awaiting_input"
-            assert engine.respond(run_id, name=label, approved=approved).accepted
-            await wait_for(functools.partial(_answered, store, run_id, label))
-        record = await finished(engine, run_id)
-    assert record.state == "completed", record.error
-    assert record.result == {"answers": [True, False]}
+async def test_a_functions_checkpoint_waits_for_an_answer_and_returns_a_boolean(ext_runs: Runs) -> None:
+    run_id = await ext_runs.launch("return await gate({})")
+    for label, approved in (("ship", True), ("ship#2", False)):
+        view = await ext_runs.until(run_id, lambda v, label=label: awaiting(v) == [label])
+        assert view.state == "awaiting_input"
+        assert await ext_runs.respond(run_id, label, approved)
+    outcome = await ext_runs.finish(run_id)
+    assert outcome.state == "completed", outcome.error
+    assert outcome.result == {"answers": [True, False]}
 
 
 async def test_stopping_a_run_aborts_the_signal_extension_code_holds(project: Path, store: RunStore) -> None:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from engine_support import RunScript, finished, wait_for, write_fixtures
+from engine_support import EmbeddedRuns, Runs, RunScript, awaiting, finished, wait_for, write_fixtures
 
 from piflow.engine import events
 from piflow.engine.control import ControlOutcome
 from piflow.engine.engine import Engine
 from piflow.engine.lifecycle import CheckpointState
 from piflow.engine.store import RunStore
-from piflow.engine.views import CheckpointView, run_view
+from piflow.engine.views import AgentDetailView, CheckpointView
 from piflow.errors import WorkflowError
 
 FAN_OUT = """
@@ -26,21 +26,22 @@ return found;
 """
 
 
-async def test_fan_out_completes_with_results_and_events(engine: Engine, launch, store: RunStore) -> None:
-    seen: list[str] = []
-    engine.bus.subscribe(lambda event: seen.append(event.type))
-    run_id = await launch(FAN_OUT, name="scan")
-    record = await finished(engine, run_id)
-    assert record.state == "completed"
-    assert record.result == {"api": "[scripted] Scan the API", "ui": "[scripted] Scan the UI"}
-    assert seen[0] == events.RUN_STARTED
-    assert seen[-2:] == [events.RUN_STATE_CHANGED, events.RUN_COMPLETED]
-    assert events.PHASE_CHANGED in seen
-    agents = store.agents(run_id)
+async def test_fan_out_completes_with_results_and_events(runs: Runs) -> None:
+    run_id = await runs.launch(FAN_OUT, name="scan")
+    outcome = await runs.finish(run_id)
+    assert outcome.state == "completed", outcome.error
+    assert outcome.result == {"api": "[scripted] Scan the API", "ui": "[scripted] Scan the UI"}
+    assert (outcome.view.summary.workflow_name, outcome.view.summary.phase) == ("scan", "scan")
+    agents = outcome.agents
     assert [(a.label, a.state, a.attempts) for a in agents] == [("api", "completed", 1), ("ui", "completed", 1)]
     assert [a.structural_path for a in agents] == [["scan", "api"], ["scan", "ui"]]
     assert all(a.journal_path and a.journal_path.startswith("agent/scan/") for a in agents)
-    assert store.journal(run_id).keys() == {a.journal_path for a in agents}
+    if isinstance(runs, EmbeddedRuns):  # what only the embedded store shows: the run's events and journal
+        seen = [e.type for e in runs.store.events(run_id)]
+        assert seen[0] == events.RUN_STARTED
+        assert seen[-2:] == [events.RUN_STATE_CHANGED, events.RUN_COMPLETED]
+        assert events.PHASE_CHANGED in seen
+        assert runs.store.journal(run_id).keys() == {a.journal_path for a in agents}
 
 
 async def test_fan_out_and_pipeline_results(run_script: RunScript) -> None:
@@ -68,6 +69,15 @@ async def test_fixture_rules_match_by_label_role_and_prompt(run_script: RunScrip
     assert outcome.result == ["from label", {"ok": True}, "[scripted] z"]
 
 
+async def test_a_times_rule_answers_once_per_run(run_script: RunScript, project: Path) -> None:
+    """On Temporal the run's workflow counts `times`, not each worker (two serve these tests)."""
+    fixtures = write_fixtures(project, {"responses": [{"match": {"prompt": "^scan"}, "text": "first", "times": 1}]})
+    names = "abcdefgh"
+    tasks = ", ".join(f'{n}: () => agent("scan {n}")' for n in names)
+    outcome = await run_script(f'return await parallel("scan", {{{tasks}}})', fixtures=fixtures)
+    assert outcome.result == {n: "first" if n == "a" else f"[scripted] scan {n}" for n in names}, outcome.error
+
+
 async def test_agent_failure_carries_failed_at_and_fails_the_run(run_script: RunScript, project: Path) -> None:
     fixtures = write_fixtures(project, {"responses": [{"fail": {"code": "AGENT_FAILED", "message": "boom"}}]})
     record = await run_script('try { await agent("x") } catch (e) { return [e.code, e.message, e.failedAt] }',
@@ -78,18 +88,20 @@ async def test_agent_failure_carries_failed_at_and_fails_the_run(run_script: Run
     assert record.error is not None and record.error["code"] == "AGENT_FAILED"
 
 
-async def test_retries_then_success(engine: Engine, launch, project: Path, store: RunStore) -> None:
+async def test_retries_then_success(runs: Runs, project: Path) -> None:
+    """`times` counts per run, on every executor (on Temporal across all workers, issue 13)."""
     fixtures = write_fixtures(project, {"responses": [
         {"fail": {"code": "AGENT_FAILED", "message": "flaky"}, "times": 2},
         {"text": "third time"},
     ]})
-    run_id = await launch('return await agent("x", {retries: 2})', fixtures=fixtures)
-    record = await finished(engine, run_id)
-    assert record.result == "third time"
-    [agent] = store.agents(run_id)
-    assert agent.attempts == 3
-    attempts = store.attempts(agent.id)
-    assert [a.error["message"] if a.error else None for a in attempts] == ["flaky", "flaky", None]
+    run_id = await runs.launch('return await agent("x", {retries: 2})', fixtures=fixtures)
+    outcome = await runs.finish(run_id)
+    assert (outcome.state, outcome.result) == ("completed", "third time"), outcome.error
+    [agent] = (await runs.view(run_id, details=True)).agent_list
+    assert isinstance(agent, AgentDetailView)
+    assert (agent.state, agent.agent.attempts) == ("completed", 3)
+    assert [(a.number, a.error.message if a.error else None) for a in agent.attempt_list] == [
+        (1, "flaky"), (2, "flaky"), (3, None)]
 
 
 async def test_attempt_timeout_is_agent_timeout(run_script: RunScript, project: Path) -> None:
@@ -118,21 +130,20 @@ async def test_checkpoints_answered_by_label_in_order(run_script: RunScript) -> 
     assert outcome.result == ["rejected", "approved"]
 
 
-async def test_checkpoint_reject_and_labels(engine: Engine, launch, store: RunStore) -> None:
+async def test_checkpoint_reject_and_labels(runs: Runs) -> None:
     script = """
     const a = await checkpoint({name: "ship", prompt: "first?", context: null});
     const b = await checkpoint({name: "ship", prompt: "second?", context: {n: 2}});
     return [a, b];
     """
-    run_id = await launch(script)
-    await wait_for(lambda: store.awaiting_checkpoints(run_id))
-    assert store.get_run(run_id).state == "awaiting_input"  # type: ignore[union-attr]
-    engine.respond(run_id, name="ship", approved=False)
-    await wait_for(lambda: [c for c in store.awaiting_checkpoints(run_id) if c.label == "ship#2"])
-    assert engine.respond(run_id, name="ship", approved=True).accepted is False  # already answered
-    engine.respond(run_id, name="ship#2", approved=True)
-    record = await finished(engine, run_id)
-    assert record.result == ["rejected", "approved"]
+    run_id = await runs.launch(script)
+    view = await runs.until(run_id, awaiting)
+    assert (view.state, awaiting(view)) == ("awaiting_input", ["ship"])
+    assert await runs.respond(run_id, "ship", False)
+    await runs.until(run_id, lambda v: awaiting(v) == ["ship#2"])
+    assert await runs.respond(run_id, "ship", True) is False  # already answered
+    assert await runs.respond(run_id, "ship#2", True)
+    assert (await runs.finish(run_id)).result == ["rejected", "approved"]
 
 
 async def test_invalid_checkpoint_is_rejected(run_script: RunScript) -> None:
@@ -140,36 +151,48 @@ async def test_invalid_checkpoint_is_rejected(run_script: RunScript) -> None:
     assert outcome.result == "checkpoint requires only name, prompt, and JSON context"
 
 
-async def test_pause_blocks_new_agents_until_resume(engine: Engine, launch, project: Path, store: RunStore) -> None:
-    fixtures = write_fixtures(project, {"defaults": {"latencyMs": 150}})
-    run_id = await launch('const a = await agent("one"); const b = await agent("two"); return [a, b]',
-                          fixtures=fixtures)
-    await wait_for(lambda: store.agents(run_id))
-    assert engine.pause(run_id) in ("pausing", "paused")
-    await wait_for(lambda: store.get_run(run_id).state == "paused")  # type: ignore[union-attr]
-    await anyio.sleep(0.3)
-    assert len(store.agents(run_id)) == 1, "no new agent starts while paused"
-    await engine.resume(run_id)
-    record = await finished(engine, run_id)
-    assert record.state == "completed"
-    assert len(store.agents(run_id)) == 2
+async def test_pause_blocks_new_agents_until_resume(runs: Runs, project: Path) -> None:
+    fixtures = write_fixtures(project, {"defaults": {"latencyMs": 3000}})  # long enough to pause under load
+    run_id = await runs.launch(
+        'const a = await agent("one", {label: "one"}); const b = await agent("two", {label: "two"}); return [a, b]',
+        fixtures=fixtures)
+    await runs.until(run_id, lambda v: v.agents)
+    assert await runs.pause(run_id) in ("pausing", "paused")
+    await runs.until(run_id, lambda v: v.state == "paused")
+    await anyio.sleep(1.0)
+    view = await runs.view(run_id)
+    assert [(a.label, a.state) for a in view.agents] == [("one", "completed")], "no new agent starts while paused"
+    await runs.resume(run_id)
+    outcome = await runs.finish(run_id)
+    assert (outcome.state, outcome.result) == ("completed", ["[scripted] one", "[scripted] two"])
+    assert len(outcome.agents) == 2
 
 
-async def test_stop_cancels_agents_and_is_final(engine: Engine, launch, project: Path, store: RunStore) -> None:
-    fixtures = write_fixtures(project, {"defaults": {"latencyMs": 5000}})
-    run_id = await launch('await parallel("p", {a: () => agent("a"), b: () => agent("b")})', fixtures=fixtures)
-    await wait_for(lambda: len(store.agents(run_id)) == 2)
-    assert engine.stop(run_id) == ControlOutcome("stopped", run_id=run_id, stopped=True)
-    record = await finished(engine, run_id)
-    assert record.state == "stopped"
-    assert {a.state for a in store.agents(run_id)} == {"cancelled"}
-    assert engine.stop(run_id).reason == "already_terminal"
-    assert engine.stop("00000000-nope").reason == "unknown_run"
+async def test_stop_cancels_agents_and_is_final(runs: Runs, project: Path) -> None:
+    fixtures = write_fixtures(project, {"defaults": {"latencyMs": 30000}})
+    run_id = await runs.launch('await parallel("p", {a: () => agent("a"), b: () => agent("b")})', fixtures=fixtures)
+    await runs.until(run_id, lambda v: [a for a in v.agents if a.state == "running"] == v.agents and len(v.agents) == 2)
+    assert await runs.stop(run_id) == ControlOutcome("stopped", run_id=run_id, stopped=True)
+    outcome = await runs.finish(run_id, timeout=20)
+    assert (outcome.state, outcome.error) == ("stopped", None)  # a manual stop is no error
+    assert {a.state for a in outcome.agents} == {"cancelled"}
+    assert (await runs.stop(run_id)).reason == "already_terminal"
+    assert (await runs.stop("00000000-nope")).reason == "unknown_run"
     with pytest.raises(WorkflowError, match="Cannot resume stopped run"):
-        await engine.resume(run_id)
+        await runs.resume(run_id)
+
+
+async def test_runaway_script_fails_the_run(runs: Runs) -> None:
+    """A script that never waits misses the worker's heartbeat and fails its run (spec A.2), on
+    Temporal too: the step running it ends, and the workflow with it."""
+    outcome = await runs.run("while (true) {}", timeout=60)
+    assert (outcome.state, outcome.error) == (
+        "failed", {"code": "WORKER_UNRESPONSIVE", "message": "Workflow worker missed its five-second heartbeat"})
 
 
 async def test_runaway_script_is_stopped(engine: Engine, launch) -> None:
+    """Embedded only: on Temporal the step running the script holds the workflow task, so a stop
+    lands when the step ends (at the heartbeat, above)."""
     run_id = await launch("while (true) {}")
     await anyio.sleep(0.3)
     engine.stop(run_id)
@@ -177,13 +200,12 @@ async def test_runaway_script_is_stopped(engine: Engine, launch) -> None:
     assert record.state == "stopped"
 
 
-async def test_script_errors_fail_the_run_with_their_codes(engine: Engine, launch) -> None:
-    run_id = await launch('throw new Error("my own words")')
-    record = await finished(engine, run_id)
-    assert record.state == "failed"
-    assert record.error == {"code": "INTERNAL_ERROR", "message": "my own words", "authored": True}
+async def test_script_errors_fail_the_run_with_their_codes(runs: Runs) -> None:
+    outcome = await runs.run('throw new Error("my own words")')
+    assert outcome.state == "failed"
+    assert outcome.error == {"code": "INTERNAL_ERROR", "message": "my own words", "authored": True}
     with pytest.raises(WorkflowError) as err:  # the launch's preflight rejects unknown roles
-        await launch('await agent("x", {role: "nobody"})')
+        await runs.launch('await agent("x", {role: "nobody"})')
     assert (err.value.code, err.value.message) == ("UNKNOWN_AGENT_TYPE", "Unknown agent type: nobody")
 
 
@@ -209,17 +231,17 @@ async def test_interrupted_run_resumes_without_redoing_completed_agents(
     assert sorted(a.label for a in completed) == ["fast", "slow"], "fast ran once, slow re-ran after the crash"
 
 
-async def test_run_view_has_budget_and_checkpoints(engine: Engine, launch, store: RunStore) -> None:
-    run_id = await launch('await agent("x"); return await checkpoint({name: "go", prompt: "Go?", context: 1})',
-                          budget={"tokens": {"soft": 1, "hard": 100000}})
-    await wait_for(lambda: store.awaiting_checkpoints(run_id))
-    view = run_view(store, run_id)
+async def test_run_view_has_budget_and_checkpoints(runs: Runs) -> None:
+    script = 'await agent("x", {label: "x"}); return await checkpoint({name: "go", prompt: "Go?", context: 1})'
+    run_id = await runs.launch(script, budget={"tokens": {"soft": 1, "hard": 100000}})
+    view = await runs.until(run_id, awaiting)
     assert view.state == "awaiting_input"
     assert view.checkpoints == [CheckpointView("go", "Go?", 1, CheckpointState.AWAITING)]
     assert view.budget.limits == {"tokens": {"soft": 1, "hard": 100000}}
     assert [e["type"] for e in view.budget.events] == ["soft_crossed"]
-    engine.respond(run_id, name="go", approved=True)
-    assert (await finished(engine, run_id)).result == "approved"
+    assert [(a.label, a.state) for a in view.agents] == [("x", "completed")]
+    assert await runs.respond(run_id, "go", True)
+    assert (await runs.finish(run_id)).result == "approved"
 
 
 async def test_a_conversation_continues_after_a_checkpoint_on_either_executor(run_script: RunScript) -> None:

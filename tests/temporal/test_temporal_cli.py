@@ -125,4 +125,4 @@ def test_pause_resume_and_stop_from_the_command_line(tmp_path: Path, workers: Wo
     wait_show(project, run_id, lambda s: len(s["agentList"]) == 1)  # type: ignore[arg-type]
     assert piflow(project, "teammate", "stop", run_id[:8]).returncode == 0
     stopped = wait_show(project, run_id, lambda s: s["state"] == "stopped")
-    assert stopped["error"] == {"code": "CANCELLED", "message": "Workflow cancelled"}
+    assert stopped["error"] is None  # a manual stop is no error, as on the embedded engine

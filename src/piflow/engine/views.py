@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, CheckpointState, DecisionState, RunState
 from piflow.engine.store import AgentRecord, AttemptRecord, AttemptSetup, RunRecord, RunStore
-from piflow.engine.subagents.views import SubagentsView, subagents_view
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.subagents.views import SubagentsView
 
 OUTPUT_INLINE_BYTES: Final = 64 * 1024
 """An agent's output travels in a run view when its JSON is at most this large; larger ones are
@@ -268,10 +270,13 @@ def _prefix_preview(prefix: str) -> str:
 
 
 def _output(stored: tuple[str, int] | None, *, full: bool) -> OutputView:
-    """An agent's output: inline when small enough or `full`, else only its preview."""
+    """An agent's output: inline when small enough or `full`, else only its preview (always when
+    only the first characters of its text are at hand)."""
     if stored is None:
         return OutputView(preview=None)
     text, size = stored
+    if len(text) < size:
+        return OutputView(preview=_prefix_preview(text), truncated=True)
     if full or size <= OUTPUT_INLINE_BYTES:
         value = json.loads(text)
         return OutputView(preview=output_preview(value), value=value, inline=True)
@@ -304,9 +309,11 @@ def _attempt_view(attempt: AttemptRecord, agent: AgentRecord, last: bool) -> Att
     )
 
 
-def _agent_detail(
+def agent_detail_view(
     agent: AgentRecord, attempts: list[AttemptRecord], stored: tuple[str, int] | None, *, full: bool
 ) -> AgentDetailView:
+    """One agent with its attempts and its output (`stored`: its JSON text, or the first characters
+    of it, and the text's full length); the store's and the Temporal executor's agents alike."""
     return AgentDetailView(
         agent=agent_view(agent),
         output=_output(stored, full=full),
@@ -322,7 +329,7 @@ def agent_details(store: RunStore, run_id: str, agents: list[AgentRecord]) -> li
         run_id, [a.journal_path for a in agents if a.journal_path], cap=OUTPUT_INLINE_BYTES + 1
     )
     return [
-        _agent_detail(a, attempts.get(a.id, []), stored.get(a.journal_path or ""), full=False) for a in agents
+        agent_detail_view(a, attempts.get(a.id, []), stored.get(a.journal_path or ""), full=False) for a in agents
     ]
 
 
@@ -333,7 +340,7 @@ def agent_detail(store: RunStore, run_id: str, agent_id: str) -> AgentDetailView
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow agent: {agent_id} (not an agent of run {run_id})")
     stored = store.journal_texts(run_id, [agent.journal_path] if agent.journal_path else [])
     attempts = store.run_attempts(run_id).get(agent.id, [])
-    return _agent_detail(agent, attempts, stored.get(agent.journal_path or ""), full=True)
+    return agent_detail_view(agent, attempts, stored.get(agent.journal_path or ""), full=True)
 
 
 def run_view(store: RunStore, run_id: str, *, details: bool = False) -> RunView:
@@ -350,6 +357,11 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False) -> RunView:
     agent_list: Sequence[AgentView | AgentDetailView] = (
         agent_details(store, run_id, agents) if details else [agent_view(a) for a in agents]
     )
+    subagents: SubagentsView | None = None
+    if details:  # imported here: a run's progress and result never show the pi-subagents views
+        from piflow.engine.subagents.views import subagents_view
+
+        subagents = subagents_view(store, run_id, run.state, agents)
     return RunView(
         summary=run_summary(run, agents),
         error=run.error,
@@ -365,7 +377,7 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False) -> RunView:
         proposals=[ProposalView(d.proposal_id, d.state, d.payload) for d in store.decisions(run_id)],
         worktrees=[WorktreeView(w.owner, w.branch, w.path, w.base) for w in store.worktrees(run_id)],
         result=run.result if run.state == RunState.COMPLETED else None,
-        subagents=subagents_view(store, run_id, run.state, agents) if details else None,
+        subagents=subagents,
     )
 
 

@@ -13,6 +13,7 @@ from lsprotocol import types
 
 from piflow.engine import events
 from piflow.engine.lifecycle import AGENT_SETTLED
+from piflow.errors import WorkflowError
 from piflow.server.base import LanguageFeature, handler
 from piflow.server.context import model_values
 from piflow.server.documents import DocumentTable
@@ -86,7 +87,11 @@ class InlayHints(LanguageFeature):
                 <= (end.line, end.character)]
 
     async def _run_hints(self, snapshot: Snapshot) -> list[types.InlayHint]:
-        outcome = await self.server.get_feature(Outcomes).latest(snapshot.uri, snapshot.project.root, with_agents=True)
+        try:
+            outcome = await self.server.get_feature(Outcomes).latest(snapshot.uri, snapshot.project.root,
+                                                                     with_agents=True)
+        except WorkflowError:  # the run cannot be read now (a Temporal cluster that does not answer)
+            return []
         if outcome is None:
             return []
         return run_hints(snapshot, outcome) + await self.server.run_in_thread(child_hints, snapshot, outcome)

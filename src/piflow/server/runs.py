@@ -444,10 +444,14 @@ class Runs(LanguageFeature):
 
     async def latest_with_agents(self, host: Host, path: str) -> str | None:
         """The newest run of a script that started agents (what inlay hints report on)."""
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.latest(path, with_agents=True)
         return await self.in_thread(_latest, host, path, True)
 
     async def latest(self, host: Host, path: str) -> str | None:
         """The newest run of a script (a new run replaces what the previous one reported)."""
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.latest(path, with_agents=False)
         return await self.in_thread(_latest, host, path, False)
 
     async def view(self, host: Host, run_id: str, *, details: bool = False) -> dict[str, Any]:
@@ -471,10 +475,14 @@ class Runs(LanguageFeature):
     async def agents_of(self, host: Host, run_id: str, *, failed_only: bool) -> tuple[RunState, list[AgentView]]:
         """A run's state and its agents — only the failed ones when `failed_only`, and then none is
         read unless one failed (what failed-agent diagnostics need, while thousands complete)."""
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.agents_of(run_id, failed_only)
         return await self.in_thread(_agents_of, host, run_id, failed_only)
 
     async def launched_script(self, host: Host, run_id: str) -> str:
         """The text a run launched (its launch snapshot's script)."""
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.launched_script(run_id)
         return await self.in_thread(lambda: _reader(host, run_id).run_script(run_id))
 
     async def uri_of(self, host: Host, run_id: str) -> str | None:
@@ -486,6 +494,8 @@ class Runs(LanguageFeature):
 
     async def agent(self, host: Host, run_id: str, agent_id: str) -> dict[str, Any]:
         """One agent with its full output."""
+        if (temporal := _temporal(host)) is not None:
+            return await temporal.agent(run_id, agent_id)
         return await self.in_thread(
             lambda: agent_detail_json(agent_detail(_reader(host, run_id), run_id, agent_id))
         )

@@ -6,30 +6,35 @@ each run workflow's `snapshot` query, answered and controlled through its update
 server's loop follows the project: every `FOLLOW_SECONDS` it lists the open runs and queries them,
 and turns what changed between two snapshots into the events the store feed delivers (run started,
 resumed, its state and phase, agent, checkpoint and budget events), so progress, lenses, checkpoint
-questions and budget approvals treat a Temporal run as they treat an embedded one. Temporal's client is
-async: nothing here blocks the loop, and typing's analysis threads never wait for it.
+questions and budget approvals treat a Temporal run as they treat an embedded one. showRun, showAgent,
+run inlay hints and failed-agent diagnostics read the same typed views, with outputs and attempts from
+the workflow's `details` query. Temporal's client is async, and what is not (the SDK's import, a
+launch's validation) runs on a thread: nothing here blocks the loop, and typing's analysis threads
+never wait for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from piflow.engine import events
-from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RunState
+from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, AgentState, RunState
 from piflow.errors import WorkflowError
 from piflow.server.runs import Host, script_uri
-from piflow.view_wire import agent_json, outcome_json, run_json, summary_json
+from piflow.view_wire import agent_detail_json, agent_json, outcome_json, run_json, summary_json
 
 if TYPE_CHECKING:
     from piflow.engine.temporal.client import TemporalRuns
     from piflow.engine.temporal.settings import TemporalSettings
-    from piflow.engine.temporal.wire import RunSnapshot
-    from piflow.engine.views import RunView
+    from piflow.engine.temporal.wire import RunSnapshot, RunStart
+    from piflow.engine.views import AgentView, RunView
     from piflow.server.projects import Project
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,9 @@ class TemporalHost(Host):
     settings: TemporalSettings | None = None
     snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
     """The last snapshot of each live run this host follows."""
+    final: dict[str, RunSnapshot] = field(default_factory=dict)
+    """The snapshots of runs seen completed, failed or stopped: they never change again, and asking
+    a closed workflow costs a worker a replay (inlay hints and diagnostics read them often)."""
     ended: set[str] = field(default_factory=set)
     """Runs seen completed, failed or stopped: not queried again by the follower."""
     seq: int = 0
@@ -66,12 +74,14 @@ class TemporalHost(Host):
         return []
 
     async def runs(self) -> TemporalRuns:
-        """The connected client of the project's cluster (connected on first use)."""
-        from piflow.engine.temporal.client import TemporalRuns
-
+        """The connected client of the project's cluster (connected on first use; the Temporal SDK is
+        imported on a thread, not on the loop that answers typing)."""
         async with self._connecting:
             if self._runs is None:
                 assert self.settings is not None
+                await asyncio.to_thread(importlib.import_module, "piflow.engine.temporal.client")
+                from piflow.engine.temporal.client import TemporalRuns
+
                 self._runs = await TemporalRuns(self.settings, str(self.root)).__aenter__()
             return self._runs
 
@@ -111,6 +121,7 @@ class TemporalHost(Host):
             if snapshot.state in IRREVERSIBLE:  # a budget-exhausted run may go on: it stays followed
                 self.ended.add(run_id)
                 self.snapshots.pop(run_id, None)
+                self.final[run_id] = snapshot
             else:
                 self.snapshots[run_id] = snapshot
 
@@ -139,13 +150,66 @@ class TemporalHost(Host):
             return None
 
     async def view(self, run_id: str, details: bool = False) -> RunView:
+        """The run's view; with `details`, its agents' outputs and attempts (the workflow's `details` query)."""
         from piflow.engine.temporal.client import run_view_of
 
-        return run_view_of(await self._snapshot(run_id), details=details)
+        snapshot = await self._snapshot(run_id)
+        if not details:
+            return run_view_of(snapshot)
+        return run_view_of(snapshot, await (await self.runs()).details(run_id, None, timeout=QUERY_SECONDS))
+
+    async def agent(self, run_id: str, agent_id: str) -> dict[str, Any]:
+        """`piflow.showAgent`'s answer: one agent with its whole output and its attempts."""
+        return agent_detail_json(await (await self.runs()).agent(run_id, agent_id, timeout=QUERY_SECONDS))
 
     async def _snapshot(self, run_id: str) -> RunSnapshot:
-        known = self.snapshots.get(run_id)
-        return known if known is not None else await (await self.runs()).snapshot(run_id, timeout=QUERY_SECONDS)
+        known = self.snapshots.get(run_id) or self.final.get(run_id)
+        if known is not None:
+            return known
+        snapshot = await (await self.runs()).snapshot(run_id, timeout=QUERY_SECONDS)
+        if snapshot.state in IRREVERSIBLE:
+            self.final[run_id] = snapshot
+        return snapshot
+
+    # -- how a script's latest run went (inlay hints, failed-agent diagnostics: `server/outcomes.py`)
+    async def latest(self, path: str, with_agents: bool) -> str | None:
+        """The newest run of the script at `path` (`with_agents`: the newest that started agents);
+        None when there is none, or the cluster cannot tell now (the follower says why)."""
+        if self._runs is None and self.failure is not None:
+            return None
+        try:
+            listed = [s for s in await (await self.runs()).summaries() if s.script_path == path]
+            for summary in sorted(listed, key=lambda s: s.created_at, reverse=True):
+                snapshot = await self._snapshot(summary.run_id)
+                if snapshot.agents or not with_agents:
+                    return summary.run_id
+        except Exception as error:  # an unreachable cluster, no worker to answer: no outcome to show
+            log.info("cannot read the latest run of %s on Temporal: %r", path, error)
+        return None
+
+    async def agents_of(self, run_id: str, failed_only: bool) -> tuple[RunState, list[AgentView]]:
+        """A run's state and its agents (only the failed ones when `failed_only`), as `Runs.agents_of`."""
+        with self._asking(run_id):
+            view = await self.view(run_id)
+        return view.state, [a for a in view.agents if not failed_only or a.state == AgentState.FAILED]
+
+    async def launched_script(self, run_id: str) -> str:
+        """The text the run launched (from its workflow's launch snapshot)."""
+        with self._asking(run_id):
+            return (await (await self.runs()).details(run_id, [], timeout=QUERY_SECONDS)).script
+
+    @contextlib.contextmanager
+    def _asking(self, run_id: str) -> Iterator[None]:
+        """A query the cluster could not answer (unreachable, no worker) as the WorkflowError the
+        editor features expect of an unreadable run."""
+        try:
+            yield
+        except WorkflowError:
+            raise
+        except Exception as error:
+            address = self.settings.address if self.settings is not None else "?"
+            raise WorkflowError("CONFIG_ERROR", f"Cannot ask run {run_id} on the Temporal cluster at {address}: "
+                                                f"{error}") from error
 
     async def shown(self, run_id: str, details: bool) -> dict[str, Any]:
         """`Runs.view`'s answer (`piflow.showRun`'s with `details`)."""
@@ -169,15 +233,12 @@ class TemporalHost(Host):
 
     # -- requests -------------------------------------------------------------------------------
     async def launch(self, path: str, script: str, cwd: str, options: dict[str, Any]) -> str:
-        """Start a run of the editor's text on the cluster (`Runs.launch`'s options)."""
-        from piflow.engine.engine import LaunchRequest
-
-        fixtures = options.get("fixtures")  # a relative fixture file is the project's, as in piflow.toml
-        request = LaunchRequest(script=script, cwd=cwd, script_path=path, args=options.get("args"),
-                                budget=options.get("budget"), concurrency=options.get("concurrency"),
-                                backend=options.get("backend"),
-                                fixtures=str(Path(cwd, fixtures).resolve()) if fixtures else None)
-        run_id = await (await self.runs()).launch(request)
+        """Start a run of the editor's text on the cluster (`Runs.launch`'s options). Validating the
+        launch and building its snapshot (imports, settings, preflight) run on a thread, never on
+        the loop that answers typing; starting the workflow is the client's async call."""
+        runs = await self.runs()
+        start = await asyncio.to_thread(_prepared, runs, path, script, cwd, options)
+        run_id = await runs.start(start)
         self.own.add(run_id)
         return run_id
 
@@ -198,7 +259,10 @@ class TemporalHost(Host):
                                            approved=approved, reason="checkpoint"))
 
     async def resume(self, run_id: str, budget: Any) -> dict[str, Any]:
-        """↻ Resume: a paused run, or an exhausted one with a budget patch (maybe a proposal to approve)."""
+        """↻ Resume: a paused run, or an exhausted one with a budget patch (maybe a proposal to approve).
+        What the client computes here (budget merges, the proposal's message) imports the engine: done
+        on a thread first, so the loop never waits for those imports."""
+        await asyncio.to_thread(importlib.import_module, "piflow.engine.engine")
         reply = outcome_json(await (await self.runs()).resume(run_id, budget))
         return {key: value for key, value in reply.items() if key in ("runId", "state", "proposalId", "message")}
 
@@ -208,6 +272,18 @@ class TemporalHost(Host):
         if action == "stop":
             return outcome_json(await runs.stop(run_id))
         return {"runId": run_id, "state": await runs.pause(run_id)}
+
+def _prepared(runs: TemporalRuns, path: str, script: str, cwd: str, options: dict[str, Any]) -> RunStart:
+    """Worker thread: the launch an editor's ▶ Run asks for, validated and turned into its workflow's
+    input (a relative fixture file is the project's, as in piflow.toml)."""
+    from piflow.engine.engine import LaunchRequest
+
+    fixtures = options.get("fixtures")
+    return runs.prepare(LaunchRequest(script=script, cwd=cwd, script_path=path, args=options.get("args"),
+                                      budget=options.get("budget"), concurrency=options.get("concurrency"),
+                                      backend=options.get("backend"),
+                                      fixtures=str(Path(cwd, fixtures).resolve()) if fixtures else None))
+
 
 def changes(
     before: RunSnapshot | None, now: RunSnapshot

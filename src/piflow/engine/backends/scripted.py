@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,11 @@ _RULE_KEYS = frozenset({
 })
 _DEFAULT_KEYS = frozenset({"latencyMs", "tokens", "costUsd"})
 
+CHOSEN_RULE: ContextVar[int | None] = ContextVar("CHOSEN_RULE", default=None)
+"""The fixture rule an executor chose for the attempt running in this context (-1: none matched),
+when the run's `times` counts live elsewhere: on Temporal the run's workflow keeps them, so a
+`times: 1` rule answers once per run, not once per worker (`temporal/step.py`)."""
+
 
 @dataclass
 class _Rule:
@@ -30,7 +37,6 @@ class _Rule:
     prompt_pattern: re.Pattern[str] | None
     answer: dict[str, Any]
     times: int | None
-    used: int = 0
 
 
 @dataclass
@@ -41,6 +47,8 @@ class Fixtures:
     tokens: dict[str, int] | None = None
     cost_usd: float = 0.0
     rules: list[_Rule] = field(default_factory=list)
+    used: dict[int, int] = field(default_factory=dict)
+    """How many answers each rule (by index) gave through `answer_for`."""
 
     @classmethod
     def load(cls, path: str | Path) -> Fixtures:
@@ -124,14 +132,26 @@ class Fixtures:
             fixtures.rules.append(_Rule(index, match, pattern, rule, times))
         return fixtures
 
-    def answer_for(self, request: AttemptRequest) -> dict[str, Any]:
+    def rule_for(self, request: AttemptRequest, used: Mapping[int, int]) -> int | None:
+        """The index of the first rule that matches `request` and is not used up, given how many
+        answers each rule gave so far; None when no rule answers (the defaults do)."""
         for rule in self.rules:
-            if rule.times is not None and rule.used >= rule.times:
+            if rule.times is not None and used.get(rule.index, 0) >= rule.times:
                 continue
             if _matches(rule, request):
-                rule.used += 1
-                return rule.answer
-        return {}
+                return rule.index
+        return None
+
+    def answer_for(self, request: AttemptRequest) -> dict[str, Any]:
+        chosen = CHOSEN_RULE.get()
+        if chosen is not None:
+            CHOSEN_RULE.set(None)  # the attempt's own: child agents it spawns choose theirs
+            return self.rules[chosen].answer if 0 <= chosen < len(self.rules) else {}
+        index = self.rule_for(request, self.used)
+        if index is None:
+            return {}
+        self.used[index] = self.used.get(index, 0) + 1
+        return self.rules[index].answer
 
 
 def _non_negative(value: Any, bad: Any, where: str) -> float:

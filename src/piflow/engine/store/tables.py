@@ -153,8 +153,9 @@ RUNS = Table(
 )
 AGENTS = Table("agents", AgentRecord, ("id",), json_fields=frozenset({"tools", "structural_path", "error"}))
 
-def _stored_setup(setup: AttemptSetup) -> dict[str, Any]:
-    """The `attempts.setup` column: the fields under their own names."""
+def stored_setup(setup: AttemptSetup) -> dict[str, Any]:
+    """The `attempts.setup` column: the fields under their own names (also how a Temporal run's
+    workflow keeps an attempt's set-up)."""
     return {
         "hook_names": list(setup.hook_names),
         "model": setup.model,
@@ -172,7 +173,7 @@ _EARLIER_NAMES = {"hook_names": "hookNames", "system_prompt": "systemPrompt",
                   "system_prompt_sha256": "systemPromptSha256", "disabled_resources": "disabledAgentResources"}
 
 
-def _setup_from_stored(data: Any) -> AttemptSetup:
+def setup_from_stored(data: Any) -> AttemptSetup:
     if not isinstance(data, dict):
         raise ValueError("the attempt set-up is not an object")
 
@@ -208,7 +209,7 @@ ATTEMPTS = Table(
     AttemptRecord,
     ("agent_id", "attempt"),
     json_fields=frozenset({"error"}),
-    codecs={"setup": Codec(_stored_setup, _setup_from_stored)},
+    codecs={"setup": Codec(stored_setup, setup_from_stored)},
 )
 CHECKPOINTS = Table("checkpoints", CheckpointRecord, ("run_id", "label"), json_fields=frozenset({"context"}))
 DECISIONS = Table("decisions", DecisionRecord, ("run_id", "proposal_id"), json_fields=frozenset({"payload"}))

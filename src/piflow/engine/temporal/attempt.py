@@ -27,6 +27,7 @@ from piflow.config.paths import state_dir
 from piflow.engine.agents import check_tool_budget, schema_accepts
 from piflow.engine.backends import create_backend
 from piflow.engine.backends.base import AgentBackend, AttemptRequest, ProviderRateLimited, Usage
+from piflow.engine.backends.scripted import CHOSEN_RULE
 from piflow.engine.budgets import BudgetTracker
 from piflow.engine.environment import load_environment
 from piflow.engine.git import run_git
@@ -40,7 +41,8 @@ REMOTE = "origin"
 """Where a worker pushes (and fetches) the branches of `withWorktree` scopes."""
 
 _backends: dict[tuple[str, str | None, str, str], AgentBackend] = {}
-"""Backends this worker built, per run: a scripted fixture's `times` count across a run's attempts."""
+"""Backends this worker built, per run (a scripted fixture's `times` counts per run in the workflow:
+`PendingAttempt.fixture_rule`)."""
 
 
 class _ActivityControl:
@@ -145,8 +147,12 @@ async def _run(inp: AttemptInput, request: AttemptRequest, control: _ActivityCon
             raise WorkflowError("AGENT_FAILED", f"This worker cannot reach the run's directory {request.cwd}: run "
                                 "`piflow worker` where the repository is checked out at the same path")
         backend = _backend(inp, request.cwd, request.run_id)
-        with anyio.fail_after(timeout / 1000 if timeout is not None else None):
-            outcome.value = await backend.run_attempt(request, control)
+        chosen = CHOSEN_RULE.set(inp.pending.fixture_rule)
+        try:
+            with anyio.fail_after(timeout / 1000 if timeout is not None else None):
+                outcome.value = await backend.run_attempt(request, control)
+        finally:
+            CHOSEN_RULE.reset(chosen)
     except TimeoutError:
         outcome.error = {"code": "AGENT_TIMEOUT", "message": "Agent attempt timed out"}
     except WorkflowError as exc:

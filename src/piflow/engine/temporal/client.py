@@ -30,29 +30,35 @@ from piflow.engine.lifecycle import (
     RunState,
 )
 from piflow.engine.snapshot import build_snapshot
-from piflow.engine.store.records import RunRecord
+from piflow.engine.store.records import AgentRecord, AttemptRecord, AttemptSetup, RunRecord
 from piflow.engine.temporal.settings import TemporalSettings, connect, ensure_search_attributes
 from piflow.engine.temporal.wire import (
     BUDGET_UPDATE,
     CONTROL_SIGNAL,
+    DETAILS_QUERY,
     PROJECT_ATTRIBUTE,
     RESPOND_UPDATE,
     SCRIPT_ATTRIBUTE,
     SNAPSHOT_QUERY,
     STATE_ATTRIBUTE,
     WORKFLOW_NAME,
+    AgentDetails,
+    AttemptOutcome,
+    RunDetails,
     RunSnapshot,
     RunStart,
 )
 from piflow.engine.views import (
+    OUTPUT_INLINE_BYTES,
     AgentDetailView,
     AgentView,
     BudgetView,
     CheckpointView,
-    OutputView,
     ProposalView,
     RunSummaryView,
     RunView,
+    agent_detail_view,
+    agent_view,
 )
 from piflow.errors import WorkflowError
 
@@ -86,8 +92,11 @@ class TemporalRuns:
 
     async def launch(self, request: LaunchRequest) -> str:
         """Validate and snapshot here (as the embedded engine does), then start the run's workflow."""
-        from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+        return await self.start(self.prepare(request))
 
+    def prepare(self, request: LaunchRequest) -> RunStart:
+        """The launch validated and its snapshot built: the run workflow's input. Blocking work
+        (imports, the project's files, preflight): the language server calls it on a thread."""
         from piflow.engine.extensions import load_extensions
 
         extensions = load_extensions()  # the workers' (installed alike): their tools and workflows are known
@@ -102,18 +111,23 @@ class TemporalRuns:
         env = env.with_backend(backend)
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency, backend=backend)
         snapshot["fixtures"] = request.fixtures or (str(env.fixtures) if env.fixtures else None)
+        return RunStart(str(uuid.uuid4()), name, request.cwd, request.script_path, snapshot, budget or None,
+                        concurrency, time.time())
+
+    async def start(self, start: RunStart) -> str:
+        """Start a prepared run's workflow on the cluster; returns the run's id."""
+        from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
         await ensure_search_attributes(self.client, self.settings.namespace)
-        run_id = str(uuid.uuid4())
-        start = RunStart(run_id, name, request.cwd, request.script_path, snapshot, budget or None, concurrency,
-                         time.time())
         attributes = TypedSearchAttributes([
-            SearchAttributePair(SearchAttributeKey.for_keyword(PROJECT_ATTRIBUTE), request.cwd),
-            SearchAttributePair(SearchAttributeKey.for_keyword(SCRIPT_ATTRIBUTE), request.script_path or name),
+            SearchAttributePair(SearchAttributeKey.for_keyword(PROJECT_ATTRIBUTE), start.cwd),
+            SearchAttributePair(SearchAttributeKey.for_keyword(SCRIPT_ATTRIBUTE),
+                                start.script_path or start.workflow_name),
             SearchAttributePair(SearchAttributeKey.for_keyword(STATE_ATTRIBUTE), "running"),
         ])
-        await self.client.start_workflow(WORKFLOW_NAME, start, id=_ID_PREFIX + run_id,
+        await self.client.start_workflow(WORKFLOW_NAME, start, id=_ID_PREFIX + start.run_id,
                                          task_queue=self.settings.task_queue, search_attributes=attributes)
-        return run_id
+        return start.run_id
 
     async def resolve(self, text: str) -> str:
         """A run id from an id or a prefix of 8+ characters, among this project's runs."""
@@ -169,8 +183,32 @@ class TemporalRuns:
             rpc_timeout=None if timeout is None else timedelta(seconds=timeout))
         return result
 
-    async def view(self, run_id: str) -> RunView:
-        return run_view_of(await self.snapshot(run_id))
+    async def details(self, run_id: str, paths: list[str] | None, *, full: bool = False,
+                      timeout: float | None = None) -> RunDetails:
+        """The launched script and the outputs and attempts of the agents at `paths` (None: all);
+        outputs past 64 KiB come as previews unless `full` (one agent's whole output, `showAgent`)."""
+        from datetime import timedelta
+
+        result: RunDetails = await self._handle(run_id).query(
+            DETAILS_QUERY, args=[paths, None if full else OUTPUT_INLINE_BYTES + 1], result_type=RunDetails,
+            rpc_timeout=None if timeout is None else timedelta(seconds=timeout))
+        return result
+
+    async def view(self, run_id: str, *, details: bool = False) -> RunView:
+        """The run as `piflow show` shows it; with `details`, its agents' outputs and attempts too."""
+        snapshot = await self.snapshot(run_id)
+        return run_view_of(snapshot, (await self.details(run_id, None)) if details else None)
+
+    async def agent(self, run_id: str, agent_id: str, *, timeout: float | None = None) -> AgentDetailView:
+        """One agent (`<runId>:<n>`) with its whole output (`piflow.showAgent`)."""
+        snapshot = await self.snapshot(run_id, timeout=timeout)
+        records = agent_records(snapshot)
+        record = next((r for r in records if r.id == agent_id), None)
+        if record is None or record.journal_path is None:
+            raise WorkflowError("RESUME_INCOMPATIBLE",
+                                f"Unknown workflow agent: {agent_id} (not an agent of run {run_id})")
+        found = (await self.details(run_id, [record.journal_path], full=True, timeout=timeout)).agents
+        return _agent_detail(record, found[0] if found else None, full=True)
 
     async def respond(self, run_id: str, label: str, approved: bool) -> bool:
         """Answer a checkpoint; False when it is not waiting (already answered, or no such label)."""
@@ -198,7 +236,14 @@ class TemporalRuns:
 
     async def stop(self, run_id: str) -> ControlOutcome:
         """Stop a run (a budget-exhausted one too); a completed, failed or stopped run stays as it is."""
-        state = (await self.snapshot(run_id)).state
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            state = (await self.snapshot(run_id)).state
+        except RPCError as exc:  # as the embedded engine answers a run that is not there
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return ControlOutcome("unknown", run_id=run_id, stopped=False, reason="unknown_run")
         if state in IRREVERSIBLE:
             return ControlOutcome(state, run_id=run_id, stopped=False, reason="already_terminal")
         await self.control(run_id, "stop")
@@ -259,35 +304,73 @@ class TemporalRuns:
         return state
 
 
-def run_view_of(snapshot: RunSnapshot, *, details: bool = False) -> RunView:
-    """The engine's typed view of a run from its workflow's snapshot; with `details` (`piflow.showRun`),
-    agents as detail views (without outputs and attempts: the snapshot does not carry them)."""
+def agent_records(snapshot: RunSnapshot) -> list[AgentRecord]:
+    """The run's agents as the store would hold them (`<runId>:<n>` in the workflow's order), so the
+    engine's own view functions show them."""
     run_id = snapshot.run_id
-    agents = [
-        AgentView(
-            id=f"{run_id}:{n}", label=a.get("label") or a.get("name") or a["path"], name=a.get("name") or "agent",
-            role=a.get("role"), model=a.get("model"), requested_model=None, tools=list(a.get("tools") or []),
-            state=AgentState(a.get("state") or "running"), attempts=int(a.get("attempts") or 1),
-            structural_path=list(a.get("structuralPath") or []), journal_path=a["path"], tokens=int(a["tokens"]),
-            cost_usd=round(float(a["costUsd"]), 10), activity=None, error=a.get("error"),
+    return [
+        AgentRecord(
+            id=f"{run_id}:{n}", run_id=run_id, n=n, name=a.get("name") or "agent", model=a.get("model") or "",
+            state=AgentState(a.get("state") or "running"), label=a.get("label") or a.get("name") or a["path"],
+            role=a.get("role"), tools=list(a.get("tools") or []), structural_path=list(a.get("structuralPath") or []),
+            journal_path=a["path"], attempts=int(a.get("attempts") or 1), tokens_output=int(a["tokens"]),
+            cost_usd=float(a["costUsd"]), error=a.get("error"),
         )
         for n, a in enumerate(snapshot.agents, start=1)
     ]
+
+
+def _agent_detail(agent: AgentRecord, details: AgentDetails | None, *, full: bool) -> AgentDetailView:
+    """`agent_detail_view` of one agent from the workflow's `details`: its attempt outcomes as the
+    store's attempt records (those in flight still running), its output's JSON text."""
+    attempts: list[AttemptRecord] = []
+    output = None
+    if details is not None:
+        attempts = [
+            AttemptRecord(agent_id=agent.id, attempt=o.attempt, started_at=0.0, ended_at=0.0, error=o.error,
+                          tokens_input=o.tokens_input, tokens_output=o.tokens_output, cost_usd=o.cost_usd,
+                          transcript_path=o.transcript_path, session_id=o.session_id, setup=_setup(o))
+            for o in details.attempts
+        ]
+        attempts += [AttemptRecord(agent_id=agent.id, attempt=n, started_at=0.0) for n in details.running]
+        attempts.sort(key=lambda a: a.attempt)
+        output = None if details.output is None else (details.output, details.output_size)
+    return agent_detail_view(agent, attempts, output, full=full)
+
+
+def _setup(outcome: AttemptOutcome) -> AttemptSetup | None:
+    from piflow.engine.store.tables import setup_from_stored
+
+    if outcome.setup is None:
+        return None
+    return replace(setup_from_stored(outcome.setup), system_prompt=outcome.system_prompt)
+
+
+def run_view_of(snapshot: RunSnapshot, details: RunDetails | None = None) -> RunView:
+    """The engine's typed view of a run from its workflow's snapshot; given the workflow's `details`
+    (`piflow show`, `piflow.showRun`), its agents as detail views with outputs and attempts."""
+    records = agent_records(snapshot)
+    agents = [agent_view(record) for record in records]
     usage = snapshot.usage
     summary = RunSummaryView(
-        run_id=run_id, workflow_name=snapshot.workflow_name, script_path=snapshot.script_path,
+        run_id=snapshot.run_id, workflow_name=snapshot.workflow_name, script_path=snapshot.script_path,
         cwd=snapshot.cwd, state=RunState(snapshot.state), phase=snapshot.phase, agents_total=len(agents),
         agents_settled=sum(1 for a in agents if a.state in AGENT_SETTLED), cost_usd=usage.get("costUsd", 0),
         tokens=usage.get("tokens", 0), created_at=snapshot.created_at, updated_at=snapshot.updated_at,
     )
-    agent_list: list[AgentView | AgentDetailView] = [
-        AgentDetailView(agent, OutputView(preview=None), [], None) if details else agent for agent in agents]
+    agent_list: list[AgentView | AgentDetailView] = list(agents)
+    if details is not None:
+        by_path = {found.path: found for found in details.agents}
+        agent_list = [_agent_detail(record, by_path.get(record.journal_path or ""), full=False) for record in records]
     return RunView(
         summary=summary, error=snapshot.error, warnings=[], agent_list=agent_list,
         budget=BudgetView(limits=snapshot.budget or {}, version=snapshot.budget_version, usage=usage,
                           events=snapshot.budget_events),
-        checkpoints=[CheckpointView(c.label, c.prompt, c.context, CheckpointState.AWAITING)
-                     for c in snapshot.checkpoints],
+        checkpoints=[
+            *(CheckpointView(a.checkpoint.label, a.checkpoint.prompt, a.checkpoint.context,
+                             CheckpointState.APPROVED if a.approved else CheckpointState.REJECTED)
+              for a in snapshot.answered),
+            *(CheckpointView(c.label, c.prompt, c.context, CheckpointState.AWAITING) for c in snapshot.checkpoints)],
         proposals=[ProposalView(p["proposalId"], DecisionState.PENDING, p) for p in snapshot.proposals],
         worktrees=[], result=snapshot.result,
     )

@@ -31,8 +31,11 @@ class TemporalSettings:
 
 
 async def connect(settings: TemporalSettings) -> Client:
-    """A client of the cluster, or a CONFIG_ERROR that says which cluster and what to do."""
+    """A client of the cluster (its payloads compressed, `codec.py`), or a CONFIG_ERROR that says which
+    cluster and what to do."""
     from temporalio.client import Client
+
+    from piflow.engine.temporal.codec import DATA_CONVERTER
 
     api_key = None
     if settings.api_key_env is not None:
@@ -42,7 +45,8 @@ async def connect(settings: TemporalSettings) -> Client:
                                                 "set in the environment")
     try:
         return await Client.connect(settings.address, namespace=settings.namespace, api_key=api_key,
-                                    tls=settings.tls if settings.tls is not None else api_key is not None)
+                                    tls=settings.tls if settings.tls is not None else api_key is not None,
+                                    data_converter=DATA_CONVERTER)
     except RuntimeError as exc:
         raise WorkflowError("CONFIG_ERROR", f"Cannot reach the Temporal cluster at {settings.address} (namespace "
                                             f"{settings.namespace}): {exc}. Start one locally with `temporal server "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,12 +31,14 @@ from piflow.engine.runs import ActiveRun
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import resolution_context, script_body
 from piflow.engine.store import AgentRecord, RunRecord, RunStore, WorktreeRecord
+from piflow.engine.temporal.codec import check_agent_size
 from piflow.engine.temporal.wire import (
     AttemptOutcome,
     ConversationHead,
     JournalEntry,
     PendingAttempt,
     PendingCheckpoint,
+    RecordedSetup,
     StepInput,
     StepResult,
 )
@@ -99,7 +102,7 @@ class _ParkingBackend:
         outcome = self.outcomes.get(key)
         if outcome is None:
             control.before_turn()  # the budget gate every backend passes first, here where the run's usage is
-            self.parked[key] = PendingAttempt(
+            pending = PendingAttempt(
                 path=runner.journal_path,
                 attempt=request.attempt,
                 request=request_to_json(request),
@@ -110,6 +113,8 @@ class _ParkingBackend:
                 worktree_owner=runner.record.worktree_owner,
                 conversation_state=control.conversation_state() if request.conversation else None,
             )
+            check_agent_size(pending, f"the prompt of agent {request.label}")  # it travels in payloads
+            self.parked[key] = pending
             await anyio.sleep_forever()
         assert outcome is not None
         if outcome.system_prompt is not None:
@@ -213,18 +218,74 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
                 f"The script ran {start.step_limit:g} seconds without waiting for an agent or a checkpoint "
                 "(a runaway loop?); a run on Temporal must wait within that time")).to_json()
         seeded = {entry.path for entry in step.journal}
-        result.journal = [JournalEntry(path, kind, value)
+        answers = {path: outcome for (path, _), outcome in backend.outcomes.items() if outcome.error is None}
+        result.journal = [_entry(path, kind, value, answers.get(path))
                           for path, (kind, value) in store.operations(start.run_id).items() if path not in seeded]
         if not result.finished:
             waiting = set(step.waiting)
             result.attempts = [p for p in backend.parked.values() if f"{p.path}@{p.attempt}" not in waiting]
+            _choose_fixture_rules(result.attempts, start.snapshot, step.fixture_uses)
             result.checkpoints = [PendingCheckpoint(c.label, checkpoint_path(c.label), c.prompt, c.context)
                                   for c in store.awaiting_checkpoints(start.run_id)]
         result.usage = run.budget.snapshot_usage()
         result.budget_events = store.budget_events(start.run_id)
         result.agents = agents
         result.conversations = _new_heads(store, step, run)
+        result.setups = _new_setups(store, step)
         return result
+
+
+def _new_setups(store: RunStore, step: StepInput) -> list[RecordedSetup]:
+    """The set-ups this step recorded for replayed attempts whose outcome has none yet (the
+    workflow keeps them with the outcome; its system prompt is the outcome's own)."""
+    from piflow.engine.store.tables import stored_setup
+
+    unknown = {(o.path, o.attempt) for o in step.outcomes if o.setup is None}
+    if not unknown:
+        return []
+    paths = {agent.id: agent.journal_path for agent in store.agents(step.start.run_id)}
+    found = []
+    for agent_id, attempts in store.run_attempts(step.start.run_id).items():
+        for attempt in attempts:
+            path = paths.get(agent_id)
+            if path is not None and (path, attempt.attempt) in unknown and attempt.setup is not None:
+                setup = dataclasses.replace(attempt.setup, system_prompt=None)
+                found.append(RecordedSetup(path, attempt.attempt, stored_setup(setup)))
+    return found
+
+
+def _entry(path: str, kind: str | None, value: Any, answer: AttemptOutcome | None) -> JournalEntry:
+    """A journaled operation for the step's result; an agent's output that is its successful attempt's
+    outcome names that attempt instead (the workflow holds it), so a big output crosses Temporal once."""
+    if answer is not None and _same(answer.value, value):
+        return JournalEntry(path, kind, None, answer.attempt)
+    return JournalEntry(path, kind, value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON (`1 == True` in Python, not in JSON)."""
+    return bool(a == b) and json.dumps(a) == json.dumps(b)
+
+
+def _choose_fixture_rules(attempts: list[PendingAttempt], snapshot: dict[str, Any], uses: dict[str, int]) -> None:
+    """Choose each new attempt's scripted fixture rule here, in the order the script started them and
+    from the run's counts the workflow keeps, as the embedded engine does at attempt start: a `times`
+    rule then answers as often per run, whichever workers run the attempts."""
+    from piflow.engine.backends.scripted import Fixtures
+
+    path = snapshot.get("fixtures")
+    if not attempts or not path or (snapshot.get("backend") or "scripted") != "scripted":
+        return
+    try:
+        fixtures = Fixtures.load(path)
+    except WorkflowError:
+        return  # each attempt reports the fixture file's error itself
+    used = {int(rule): count for rule, count in uses.items()}
+    for pending in attempts:
+        rule = fixtures.rule_for(request_from_json(pending.request), used)
+        pending.fixture_rule = -1 if rule is None else rule
+        if rule is not None:
+            used[rule] = used.get(rule, 0) + 1
 
 
 def _new_heads(store: RunStore, step: StepInput, run: ActiveRun) -> list[ConversationHead]:

@@ -8,6 +8,7 @@ from temporalio import activity
 from temporalio.worker import Worker
 
 from piflow.engine.temporal.attempt import run_attempt
+from piflow.engine.temporal.codec import check_agent_size
 from piflow.engine.temporal.settings import TemporalSettings, connect, ensure_search_attributes
 from piflow.engine.temporal.step import run_step
 from piflow.engine.temporal.wire import (
@@ -19,6 +20,7 @@ from piflow.engine.temporal.wire import (
     StepResult,
 )
 from piflow.engine.temporal.workflow import RunWorkflow
+from piflow.errors import WorkflowError
 
 
 @activity.defn(name=STEP_ACTIVITY)
@@ -37,7 +39,14 @@ class Attempts:
         def beat(text: Any) -> None:
             activity.heartbeat(text)
 
-        return await run_attempt(inp, beat, self.worktrees)
+        outcome = await run_attempt(inp, beat, self.worktrees)
+        if outcome.error is None:
+            try:  # an outcome, not an activity failure: retrying cannot make the output smaller
+                check_agent_size(outcome, f"the output of agent {inp.pending.label}")
+            except WorkflowError as exc:
+                outcome.value, outcome.conversation_head = None, None
+                outcome.error = {"code": exc.code, "message": exc.message}
+        return outcome
 
 
 async def serve(settings: TemporalSettings, *, max_agents: int, ready: Any = None) -> None:

@@ -11,6 +11,7 @@ agent. Pause, resume and stop are the `control` signal; cancelling the workflow 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -24,11 +25,18 @@ with workflow.unsafe.imports_passed_through():
         ATTEMPT_ACTIVITY,
         BUDGET_UPDATE,
         CONTROL_SIGNAL,
+        DETAILS_CHARACTERS,
+        DETAILS_QUERY,
+        HISTORY_CEILING_BYTES,
+        PAYLOAD_LIMIT,
+        PREVIEW_CHARACTERS,
         RESPOND_UPDATE,
         SNAPSHOT_QUERY,
         STATE_ATTRIBUTE,
         STEP_ACTIVITY,
         WORKFLOW_NAME,
+        AgentDetails,
+        AnsweredCheckpoint,
         AttemptInput,
         AttemptOutcome,
         Carried,
@@ -36,10 +44,13 @@ with workflow.unsafe.imports_passed_through():
         JournalEntry,
         PendingAttempt,
         PendingCheckpoint,
+        RunDetails,
         RunSnapshot,
         RunStart,
         StepInput,
         StepResult,
+        megabytes,
+        wire_size,
     )
 
 STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
@@ -60,6 +71,7 @@ class RunWorkflow:
         self._outcomes: dict[tuple[str, int], AttemptOutcome] = {}
         self._agents: dict[str, dict[str, Any]] = {}
         self._checkpoints: dict[str, PendingCheckpoint] = {}
+        self._answers: list[AnsweredCheckpoint] = []
         self._queue: list[PendingAttempt] = []
         self._in_flight: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._news = 0
@@ -77,6 +89,10 @@ class RunWorkflow:
         self._clock_since: float | None = None
         self._proposals: dict[str, dict[str, Any]] = {}
         self._budget_changed = False
+        self._uncarried_at: int | None = None
+        """The history length at which the run's state was too big to carry: it goes on in this history."""
+        self._fixture_uses: dict[str, int] = {}
+        """Scheduled attempts per scripted fixture rule: `times` counts per run, on every worker."""
 
     @workflow.run
     async def run(self, start: RunStart) -> RunSnapshot:
@@ -90,7 +106,16 @@ class RunWorkflow:
             await self._drive(start)
         except asyncio.CancelledError:  # the workflow was cancelled: the run stops, its record stays
             self._stop_now()
-        return self.snapshot()
+        snapshot = self.snapshot()
+        size = wire_size(snapshot) if snapshot.result is not None else 0
+        if size > PAYLOAD_LIMIT:  # Temporal would refuse the workflow's result, again and again
+            self._result, self._error = None, {"code": "RPC_LIMIT_EXCEEDED", "message": (
+                f"the run's result takes {megabytes(size)} compressed, more than the {megabytes(PAYLOAD_LIMIT)} a "
+                "run on Temporal can return; return less (write large results to files and return their paths) "
+                "or run the script on the embedded executor")}
+            self._set_state("failed")
+            snapshot = self.snapshot()
+        return snapshot
 
     async def _drive(self, start: RunStart) -> None:
         while True:
@@ -101,16 +126,29 @@ class RunWorkflow:
                 self._stop_now()
                 return
             if self._history_full():
-                await self._drain()
-                if not self._stopping:
-                    workflow.continue_as_new(replace(start, carried=self._carried()))
+                size = self._carry_size(start)
+                if size <= PAYLOAD_LIMIT:
+                    await self._drain()
+                    if not self._stopping:
+                        size = self._carry_size(start)
+                        if size <= PAYLOAD_LIMIT:
+                            workflow.continue_as_new(replace(start, carried=self._carried()))
+                        self._draining = False
+                if size > PAYLOAD_LIMIT and self._history_at_ceiling():
+                    self._finish(StepResult(finished=True, error={"code": "RPC_LIMIT_EXCEEDED", "message": (
+                        f"the run's state ({len(self._journal)} journaled operations) takes {megabytes(size)} "
+                        f"compressed, more than the {megabytes(PAYLOAD_LIMIT)} a run on Temporal carries into a "
+                        "fresh history, and its history is full; keep agent outputs smaller (write large results "
+                        "to files and return their paths) or run the script on the embedded executor")}))
+                    return
+                self._uncarried_at = workflow.info().get_current_history_length()
             self._news = self._answered = 0  # completions and answers from now on are news to this step
             step = await workflow.execute_local_activity(
                 STEP_ACTIVITY,
-                StepInput(start, list(self._journal.values()), list(self._outcomes.values()), self._journaled_usage(),
+                StepInput(start, list(self._journal.values()), self._open_outcomes(), self._journaled_usage(),
                           self._budget_events,
                           [f"{path}@{attempt}" for path, attempt in [*self._in_flight, *self._queued()]],
-                          list(self._conversations.values())),
+                          list(self._conversations.values()), self._fixture_uses),
                 result_type=StepResult,
                 start_to_close_timeout=timedelta(seconds=start.step_limit + 60),  # the step stops at step_limit
                 retry_policy=RetryPolicy(maximum_attempts=3),
@@ -137,6 +175,18 @@ class RunWorkflow:
                 lambda: self._stopping or self._answered > 0 or (self._news > 0 and not self._queue))
 
     # -- what a step found ---------------------------------------------------------------------
+    def _open_outcomes(self) -> list[AttemptOutcome]:
+        """The outcomes a step needs: those of agents not journaled yet (a journaled agent replays its
+        journaled value and never reaches the step's backend)."""
+        return [o for o in self._outcomes.values() if o.path not in self._journal]
+
+    def _settle_outcomes(self, path: str) -> None:
+        """Drop the values of a journaled agent's outcomes: the journal holds its value, and the state
+        the run carries when it continues as new holds each output once (Temporal's payload limit)."""
+        for key, outcome in self._outcomes.items():
+            if key[0] == path and (outcome.value is not None or outcome.conversation_head is not None):
+                self._outcomes[key] = replace(outcome, value=None, conversation_head=None)
+
     def _queued(self) -> list[tuple[str, int]]:
         return [(p.path, p.attempt) for p in self._queue]
 
@@ -164,8 +214,14 @@ class RunWorkflow:
             view.update({k: v for k, v in agent.items() if k not in ("tokens", "costUsd")})
         for head in step.conversations:
             self._conversations[head.conversation] = head
+        for recorded in step.setups:
+            if (outcome := self._outcomes.get((recorded.path, recorded.attempt))) is not None:
+                outcome.setup = recorded.setup
         for entry in step.journal:
+            if entry.attempt is not None:  # the value of that attempt's outcome: it travelled once
+                entry = JournalEntry(entry.path, entry.kind, self._outcomes[(entry.path, entry.attempt)].value)
             self._journal[entry.path] = entry
+            self._settle_outcomes(entry.path)
             if entry.path in self._agents:
                 self._agents[entry.path]["state"] = "completed"
         for checkpoint in step.checkpoints:
@@ -176,6 +232,9 @@ class RunWorkflow:
             key = (pending.path, pending.attempt)
             if key not in self._in_flight and key not in self._outcomes and key not in known:
                 self._queue.append(pending)
+                if pending.fixture_rule is not None and pending.fixture_rule >= 0:
+                    rule = str(pending.fixture_rule)
+                    self._fixture_uses[rule] = self._fixture_uses.get(rule, 0) + 1
                 self._agents.setdefault(pending.path, {"path": pending.path, "label": pending.label, "tokens": 0,
                                                        "costUsd": 0.0})["state"] = "queued"
 
@@ -190,11 +249,29 @@ class RunWorkflow:
 
     # -- long runs -----------------------------------------------------------------------------
     def _history_full(self) -> bool:
-        """Continue as new past `RunStart.history_limit` events (10,000 by default), or when the
-        server suggests it (history size): Temporal fails a workflow whose history passes 51,200."""
+        """Continue as new past `RunStart.history_limit` events (10,000 by default) or `history_bytes`
+        (10 MiB), or when the server suggests it: Temporal fails a workflow whose history passes
+        51,200 events or 50 MB. A run whose state was too big to carry goes on in its history and
+        tries again `history_limit` events later, or at the ceiling."""
         assert self._start is not None
         info = workflow.info()
-        return info.get_current_history_length() >= self._start.history_limit or info.is_continue_as_new_suggested()
+        length = info.get_current_history_length()
+        if self._uncarried_at is not None:
+            return length >= self._uncarried_at + self._start.history_limit or self._history_at_ceiling()
+        return (length >= self._start.history_limit or info.get_current_history_size() >= self._start.history_bytes
+                or info.is_continue_as_new_suggested())
+
+    def _history_at_ceiling(self) -> bool:
+        """Near the history Temporal terminates a workflow at (`RunStart.history_ceiling` events, or
+        HISTORY_CEILING_BYTES): a run that cannot continue as new must end here, with piflow's error."""
+        assert self._start is not None
+        info = workflow.info()
+        return (info.get_current_history_length() >= self._start.history_ceiling
+                or info.get_current_history_size() >= HISTORY_CEILING_BYTES)
+
+    def _carry_size(self, start: RunStart) -> int:
+        """What the run's state takes compressed when carried into a fresh history (`wire.wire_size`)."""
+        return wire_size(replace(start, carried=self._carried()))
 
     async def _drain(self) -> None:
         """Let the attempts in flight finish (a new history would lose their results); start none."""
@@ -206,7 +283,7 @@ class RunWorkflow:
         return Carried(list(self._journal.values()), list(self._outcomes.values()), list(self._conversations.values()),
                        list(self._queue), list(self._checkpoints.values()), list(self._agents.values()),
                        self._usage_now(), self._budget_events, self._state, self._phase, self._paused,
-                       self._updated_at)
+                       self._updated_at, self._answers, self._fixture_uses)
 
     def _resume_from(self, carried: Carried) -> None:
         """Take over the state the previous history of this run carried (`_carried`)."""
@@ -217,8 +294,10 @@ class RunWorkflow:
         self._checkpoints = {c.label: c for c in carried.checkpoints}
         self._agents = {agent["path"]: agent for agent in carried.agents}
         self._usage, self._budget_events = carried.usage, carried.budget_events
+        self._fixture_uses = dict(carried.fixture_uses)
         self._state, self._phase, self._paused = carried.state, carried.phase, carried.paused
         self._updated_at = carried.updated_at
+        self._answers = list(carried.answered)
 
     # -- attempts ------------------------------------------------------------------------------
     def _launch(self) -> None:
@@ -288,6 +367,10 @@ class RunWorkflow:
         self._launch()
 
     def _cancel_in_flight(self) -> None:
+        """Cancel the queued and running attempts; their agents show as cancelled (spec F: a settled
+        run leaves none running), until a step after a budget change schedules them again."""
+        for path, _attempt in [*self._in_flight, *self._queued()]:
+            self._agents[path]["state"] = "cancelled"
         self._queue.clear()
         for task in self._in_flight.values():
             task.cancel()
@@ -295,8 +378,7 @@ class RunWorkflow:
     def _stop_now(self) -> None:
         self._cancel_in_flight()
         if self._state not in ("completed", "failed", "budget_exhausted"):
-            self._error = {"code": "CANCELLED", "message": "Workflow cancelled"}
-            self._set_state("stopped")
+            self._set_state("stopped")  # a manual stop records no error, as on the embedded engine
 
     def _set_state(self, state: str) -> None:
         if state != self._state:
@@ -316,6 +398,7 @@ class RunWorkflow:
         if checkpoint is None:
             return False
         self._journal[checkpoint.path] = JournalEntry(checkpoint.path, "checkpoint", approved)
+        self._answers.append(AnsweredCheckpoint(checkpoint, approved))
         self._news += 1
         self._answered += 1
         return True
@@ -388,7 +471,7 @@ class RunWorkflow:
         self._budget_changed = False
         await workflow.wait_condition(lambda: self._budget_changed or self._stopping)
         if self._stopping:
-            self._error = {"code": "CANCELLED", "message": "Workflow cancelled"}
+            self._error = None
             self._set_state("stopped")
             return False
         self._outcomes = {key: outcome for key, outcome in self._outcomes.items()
@@ -407,4 +490,34 @@ class RunWorkflow:
             budget=start.budget, usage=self._usage_now(), budget_events=self._budget_events, error=self._error,
             result=self._result, agents=list(self._agents.values()), checkpoints=list(self._checkpoints.values()),
             budget_version=start.budget_version, proposals=list(self._proposals.values()),
+            answered=list(self._answers),
         )
+
+    @workflow.query(name=DETAILS_QUERY)
+    def details(self, paths: list[str] | None, cap: int | None) -> RunDetails:
+        """The launched script, and the outputs and attempts of the agents at `paths` (None: all).
+
+        An output travels as its compact JSON text, at most `cap` characters of it (None: no cap of
+        its own), and all of them together at most DETAILS_CHARACTERS: past that, each keeps its
+        first PREVIEW_CHARACTERS, so the answer stays within Temporal's payload limits however big
+        the run and its outputs.
+        """
+        assert self._start is not None
+        wanted = list(self._agents) if paths is None else [path for path in paths if path in self._agents]
+        attempts: dict[str, list[AttemptOutcome]] = {}
+        for (path, _), outcome in sorted(self._outcomes.items()):
+            attempts.setdefault(path, []).append(replace(outcome, value=None, conversation_head=None))
+        running: dict[str, list[int]] = {}
+        for path, attempt in sorted(self._in_flight):
+            running.setdefault(path, []).append(attempt)
+        left = DETAILS_CHARACTERS
+        found = []
+        for path in wanted:
+            entry = self._journal.get(path)
+            text = None if entry is None else json.dumps(entry.value, separators=(",", ":"))
+            size = 0 if text is None else len(text)
+            if text is not None:
+                text = text[:max(min(cap if cap is not None else size, left), PREVIEW_CHARACTERS)]
+                left = max(left - len(text), 0)
+            found.append(AgentDetails(path, text, size, attempts.get(path, []), running.get(path, [])))
+        return RunDetails(str(self._start.snapshot.get("script") or ""), found)
