@@ -3,7 +3,11 @@
 Prints the median wall time (and CPU time) of: `piflow check` of a one-agent script, `piflow run` of that script to
 completion (scripted backend), and `piflow resume` of an interrupted run of an N-agent fan-out (its
 owner killed with SIGKILL at a checkpoint) until the run has completed again — every journaled
-agent replayed, none re-run. Each command starts a new Python process, so import time counts, as it
+agent replayed, none re-run. Then the floor under both: how long a worker takes from its spawn to a
+trivial script's result (its interpreter, imports and QuickJS start-up), which `run` and `resume`
+overlap with their own start-up but wait for when it is longer.
+
+Each command starts a new Python process, so import time counts, as it
 does for a user. Targets (issue: speed): check <= 0.25 s, run <= 0.35 s, resume of 100 agents <=
 0.18 s and of 10,000 agents <= 2 s.
 
@@ -45,6 +49,32 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
     if done.returncode not in (0, 1):
         raise SystemExit(f"piflow {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+WORKER_READY = """
+import resource, time, anyio
+from piflow.engine.worker.client import WorkerProcess
+async def ready() -> float:
+    began = time.perf_counter()
+    worker = WorkerProcess()
+    await worker.spawn()
+    await worker.start(body="return 1;")
+    async for _ in worker.calls():
+        pass
+    assert await worker.wait_done() == 1
+    return time.perf_counter() - began
+wall = anyio.run(ready)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, used.ru_utime + used.ru_stime)
+"""
+
+
+def worker_ready(env: dict[str, str]) -> tuple[float, float]:
+    """A worker's spawn -> a trivial script's result (wall, timed by the process that spawned it)
+    and the worker's CPU time."""
+    done = subprocess.run([sys.executable, "-c", WORKER_READY], env=env, capture_output=True, text=True, check=True)
+    wall, cpu = done.stdout.split()
+    return float(wall), float(cpu)
 
 
 def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
@@ -139,6 +169,8 @@ def main() -> int:
                     resume = ["resume", run_id, "--answer", "done=approve", "--json"]
                     samples[tree].append(timed(resume, project, tree_env))
             report(f"piflow resume, {n:>6} agents:", "0.18 s" if n <= 100 else "2 s", samples)
+        samples = {tree: [worker_ready(tree_env) for _ in range(args.runs)] for tree in trees}
+        report("worker spawn -> first result:", "the floor", samples)
     return 0
 
 

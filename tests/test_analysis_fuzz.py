@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from unittest.mock import patch
 
 import pytest
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 from conformance import load_cases
 from piflow import Capabilities, Finding, WorkflowError, analyze, inspect_script, preflight
 from piflow.analysis import ScriptDocument, analyze_document, walker
-from piflow.analysis.dialects import DIALECTS
+from piflow.analysis.dialects import dialect as named_dialect
+from piflow.analysis.dialects import dialect_names
 
 CAPS = Capabilities.create(models=["openai/gpt"], tools=["read"], agent_types=["reviewer"])
 SCRIPTS = [case["script"] for case in load_cases("preflight") if len(case["script"]) < 2_000]
@@ -55,6 +57,13 @@ JS_PIECES = st.sampled_from(
         "...",
         "?.",
         "**",
+        "log(",  # a call of another function (its plain arguments are not walked)
+        "x",
+        ":",
+        "=",
+        "const ",
+        "let",
+        "08",
     ]
 )
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,6 +201,16 @@ LITERALS = [
     "f(1,, 2)",
     "f(1, /* c */, 2)",
     "`\\07 ${x}`",
+    "class A { constructor }",
+    "new X",
+    "typeof x",
+    "a in b",
+    "0x1f",
+    "1_0",
+    "08",
+    "1n",
+    "enum",
+    "super",
 ]
 CONTEXTS = [
     'agent("t", {{ model: {0}, tools: [{0}] }});',
@@ -199,14 +218,16 @@ CONTEXTS = [
     'await parallel("p", {{ a: () => agent({0}, {{ label: {0} }}), b: checkpoint({0}) }});',
     'function f() {{ return conversation("c", {0}); }}',
     'await pipeline("p", {0}, {{ s: (x) => withWorktree({0}, () => phase({0})) }});',
+    'log({0}); agent(prompt("x", {{ k: {0}, l: [{0}] }}), {{}}); f({{ {0}: 1 }});',
 ]
 
 
 def full_walk_facts(text: str) -> list[str]:
     """The facts of a walk with every check on every statement and every call argument walked."""
     with (
-        patch.object(walker, "_markers", lambda data, start, end: -1),
+        patch.object(walker, "_markers", lambda data, start, end, possible=-1: -1),
         patch.object(walker.StatementWalker, "_inert", lambda self, expr: False),
+        patch.object(walker, "_PLAIN_ARGUMENTS", re.compile(rb"(?!)")),  # no call's arguments are skipped
     ):
         return walk_facts(text)
 
@@ -215,7 +236,7 @@ def walk_facts(text: str) -> list[str]:
     # repr: literal values such as regular expressions are opaque objects compared by identity
     return [
         repr([(item.base, item.fact) for item in ScriptDocument(text).facts(dialect.walk).statements])
-        for dialect in DIALECTS.values()
+        for dialect in map(named_dialect, dialect_names())
     ]
 
 

@@ -148,6 +148,14 @@ def test_running_a_script_whose_agents_have_no_output_schema_does_not_import_jso
     assert loaded(code, ["jsonschema", "pydantic", "piflow.cli_check", "piflow.server.app"], tmp_path) == []
 
 
+def test_running_a_workflow_script_loads_nothing_of_pi_subagents_or_the_pi_backend(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
+    other = ["piflow.analysis.dialects.subagents", "piflow.config.agent_definitions", "piflow.engine.subagents.views",
+             "piflow.config.pi_tools", "piflow.engine.backends.pi"]
+    assert loaded(code, other, tmp_path) == []
+
+
 def test_a_run_without_installed_extensions_reads_no_package_metadata(tmp_path: Path) -> None:
     (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
     code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
@@ -176,12 +184,41 @@ def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(
         owner.wait()
     code = f"from piflow.cli import main\nassert main(['resume', {run_id!r}, '--answer', 'ship=approve']) == 0"
     heavy = ["piflow.analysis.preflight", "piflow.analysis.dialects", "piflow.analysis.document", "dukpy",
-             "importlib.metadata"]
+             "importlib.metadata",
+             # nor what only other commands, backends or dialects read (issue 15: a resume's start-up)
+             "piflow.analysis.script_file", "piflow.analysis.launch", "piflow.config.agent_definitions",
+             "piflow.config.pi_tools", "piflow.engine.subagents.views", "piflow.cli_check", "pydantic"]
     assert loaded(code, heavy, tmp_path) == []
 
 
 def test_run_commands_share_usage_errors_without_importing_check() -> None:
     assert loaded("import piflow.cli_runs", ["piflow.cli_check"]) == []
+
+
+def test_a_dialect_module_loads_only_for_a_script_of_its_dialect() -> None:
+    """A pi-extensible-workflows launch never loads pi-subagents' rules and agent definitions; each
+    dialect's module is registered under its own `NAME`."""
+    code = """
+        from piflow.analysis.dialects import detect_dialect
+        print(detect_dialect(b"await agent('x');").name)
+    """
+    assert loaded(code, ["piflow.analysis.dialects.subagents", "piflow.config.agent_definitions"]) == []
+    out = run_python("""
+        import importlib
+        from piflow.analysis.dialects import _MODULES, dialect
+        for name, module in _MODULES.items():
+            assert importlib.import_module(f"piflow.analysis.dialects.{module}").NAME == name == dialect(name).name
+        print(len(_MODULES))
+    """)
+    assert out == "2"
+
+
+def test_run_and_resume_parse_their_arguments_without_the_engine_or_the_analysis() -> None:
+    """What `piflow run`/`resume` import before they spawn the run's worker (`cli_owner`)."""
+    heavy = ["piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views", "piflow.cli_runs",
+             "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability", "dukpy"]
+    code = "from piflow.cli import build_parser\nbuild_parser(['run', 'x.workflow.js'])\nbuild_parser(['resume', 'x'])"
+    assert loaded(code, heavy) == []
 
 
 def test_run_commands_do_not_import_the_language_server() -> None:

@@ -39,7 +39,8 @@ atexit.register(gc.freeze)
 _RUNS: Final = "piflow.cli_runs"
 COMMANDS: Final[dict[str, str]] = {
     "check": "piflow.cli_check",
-    **dict.fromkeys(("run", "resume", "runs", "show", "pause", "stop", "approve", "reject", "budget"), _RUNS),
+    **dict.fromkeys(("run", "resume"), "piflow.cli_owner"),  # light: the worker spawns before the engine loads
+    **dict.fromkeys(("runs", "show", "pause", "stop", "approve", "reject", "budget"), _RUNS),
     **dict.fromkeys(("delete", "gc"), "piflow.cli_gc"),
     "doctor": "piflow.cli_doctor",
     "worker": "piflow.cli_worker",

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from piflow.config import PiflowConfig, load_config, root_tools
+from piflow.config.availability import PI_BUILTIN_TOOLS
 from piflow.config.paths import user_config_path
-from piflow.config.pi_tools import PI_BUILTIN_TOOLS, PiToolList
+from piflow.config.pi_tools import PiToolList
 from piflow.engine.environment import project_root, store_path
 from piflow.errors import WorkflowError
 

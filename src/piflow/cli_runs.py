@@ -1,4 +1,5 @@
-"""The run commands of `piflow`: run, runs, show, resume, pause, stop, approve/reject, budget."""
+"""The run commands of `piflow`: runs, show, pause, stop, approve/reject, budget, and what `run` and
+`resume` do once their worker is starting (`cli_owner` parses and checks them first)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,21 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import anyio
 
-from piflow.analysis.script_file import read_script_file, unreadable_script
 from piflow.cli_errors import UsageError
-from piflow.config.files import FileRefused
+from piflow.cli_owner import json_arg, start
 from piflow.engine import control, events
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.environment import load_environment, project_root, store_path
 from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, CheckpointState, DecisionState, RunState
-from piflow.engine.owner import lower_own_priority, start_owner
 from piflow.engine.progress import format_progress
 from piflow.engine.store import AttemptSetup, DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.subagents.progress import event_line, host_words, stage_words
-from piflow.engine.subagents.views import SubagentsView
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
@@ -39,10 +37,12 @@ from piflow.engine.views import (
     run_summary,
     run_view,
 )
-from piflow.engine.worker.boundary import TOO_DEEP, value_problem
 from piflow.errors import WorkflowError
 from piflow.executors import add_executor_option, executor_for
 from piflow.view_wire import outcome_json, run_json, summary_json
+
+if TYPE_CHECKING:
+    from piflow.engine.subagents.views import SubagentsView
 
 _FINISHED_STATES = frozenset({RunState.COMPLETED, RunState.STOPPED, RunState.FAILED})
 _RECENT_FINISHED: Final = 10
@@ -58,23 +58,6 @@ _STATE_WORDS: Final = {
     RunState.INTERRUPTED: "interrupted (its process ended): continue with `piflow resume {id}`",
     RunState.BUDGET_EXHAUSTED: "stopped at its budget: raise it with `piflow resume {id} --budget PATCH`",
 }
-
-
-def _json_arg(text: str | None, what: str) -> Any:
-    """A JSON option's value; one that could not cross into a script (too deep, lone surrogates) is
-    refused here, before any run exists."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WorkflowError("INVALID_METADATA", f"--{what} is not valid JSON: {exc.msg}") from None
-    except RecursionError:  # deeper than Python's decoder goes, far deeper than a script may see
-        raise UsageError(f"--{what} {TOO_DEEP}") from None
-    problem = value_problem(value)
-    if problem is not None:
-        raise UsageError(f"--{what} {problem}")
-    return value
 
 
 def store_failure_text(error: StoreError, run_id: str | None = None) -> str:
@@ -181,17 +164,6 @@ class ProgressPrinter:
         self._drawn_lines = card.count("\n") + 1
 
 
-def _answers(pairs: list[str] | None) -> dict[str, bool]:
-    """`--answer ship=approve` pairs: checkpoints a non-interactive run answers by itself."""
-    answers: dict[str, bool] = {}
-    for pair in pairs or []:
-        name, _, verdict = pair.partition("=")
-        if not name or verdict not in ("approve", "reject"):
-            raise UsageError(f"--answer takes NAME=approve or NAME=reject, not {pair!r}")
-        answers[name] = verdict == "approve"
-    return answers
-
-
 def _answer_known(engine: Engine, run_id: str, answers: dict[str, bool]) -> None:
     for checkpoint in engine.store.awaiting_checkpoints(run_id):
         if checkpoint.label in answers:
@@ -263,17 +235,6 @@ def finish_view(view: RunView, *, as_json: bool, out: TextIO) -> int:
     return 0 if view.state == RunState.COMPLETED else 1
 
 
-def _detach(argv: list[str]) -> int:
-    """Start an owner process for the run and return as soon as it reports the run id."""
-    reply = start_owner(argv)
-    if "error" in reply:
-        code = reply["error"].get("code")
-        print(f"piflow: {code + ': ' if code else ''}{reply['error']['message']}", file=sys.stderr)
-        return 2
-    print(reply.get("message") or reply["runId"])
-    return 0
-
-
 def _owner_started(reply: dict[str, Any]) -> None:
     """Tell the detaching parent the id (and state), then stop writing to its pipe."""
     sys.stdout.write(json.dumps(reply) + "\n")
@@ -301,7 +262,7 @@ async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
 _INTERRUPTIONS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
-async def _owning(action: Any, args: argparse.Namespace) -> int:
+async def owning(action: Any, args: argparse.Namespace) -> int:
     """Run `action` (launch or resume, then drive) as the owner of its run: SIGINT or SIGTERM end it
     cleanly, like a closed session: the run is recorded `interrupted`, its worker and agents are
     killed, its lease is released, and the exit code is 128 + the signal."""
@@ -336,28 +297,19 @@ async def _owning(action: Any, args: argparse.Namespace) -> int:
     return 128 + received[0]
 
 
-def read_script(name: str) -> str:
-    """A script's text; a missing or unreadable file is a usage error, invalid UTF-8 a syntax error
-    at its first bad byte (as `piflow check` reports it)."""
-    try:
-        return read_script_file(name).launch_text()
-    except (OSError, FileRefused) as exc:
-        raise UsageError(unreadable_script(name, exc)) from None
-
-
 async def _run(args: argparse.Namespace) -> int:
-    request = _launch_request(args)
+    request = launch_request(args)
     with open_store(request.cwd) as store:
-        async with Engine(store) as engine:
+        async with Engine(store, early_worker=args.early_worker) as engine:
             run_id = await engine.launch(request)
             return await _drive(engine, run_id, args)
 
 
-def _launch_request(args: argparse.Namespace) -> LaunchRequest:
+def launch_request(args: argparse.Namespace) -> LaunchRequest:
     if (args.script is None) == (args.workflow is None):
         raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
     script_path = Path(args.script).resolve() if args.script else None
-    script = args.script_text if args.script_text is not None else read_script(args.script) if args.script else ""
+    script = args.script_text or ""  # read (or taken from stdin) and checked by `cli_owner.start`
     cwd = project_root(str(script_path.parent) if script_path else os.getcwd())
     if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
         print("piflow: no backend configured, agents answer from the scripted backend "
@@ -368,8 +320,8 @@ def _launch_request(args: argparse.Namespace) -> LaunchRequest:
         script_path=str(script_path) if script_path else None,
         workflow=args.workflow,
         name=args.name,
-        args=_json_arg(args.args, "args"),
-        budget=_json_arg(args.budget, "budget"),
+        args=json_arg(args.args, "args"),
+        budget=json_arg(args.budget, "budget"),
         concurrency=args.concurrency,
         backend=args.backend,
         fixtures=str(Path(args.fixtures).resolve()) if args.fixtures else None,
@@ -380,8 +332,8 @@ async def _resume(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
-        async with Engine(store) as engine:
-            reply = await engine.resume(run_id, _json_arg(args.budget, "budget"))
+        async with Engine(store, early_worker=args.early_worker) as engine:
+            reply = await engine.resume(run_id, json_arg(args.budget, "budget"))
             run_id = reply.run_id or run_id
             if args.owner_process and (reply.proposal_id is not None or run_id not in engine.active):
                 _owner_started(outcome_json(reply))  # answered without this process owning the run
@@ -665,34 +617,6 @@ def format_subagents(view: SubagentsView) -> list[str]:
 
 def register(commands: Any) -> None:
     """Add the run commands to the `piflow` argument parser's subcommands."""
-    run = commands.add_parser("run", help="run a workflow script with live progress")
-    run.add_argument("script", nargs="?", help="a workflow script (or use --workflow)")
-    run.add_argument("--workflow", help="run a workflow an installed extension registered, by name")
-    run.add_argument("--name")
-    run.add_argument("--args", help="JSON value passed to the script as `args`")
-    run.add_argument("--budget", help='JSON budget, e.g. {"tokens":{"soft":1000,"hard":2000}}')
-    run.add_argument("--concurrency", type=int)
-    run.add_argument("--backend")
-    run.add_argument("--fixtures", help="scripted backend fixture file (JSON or YAML)")
-    run.add_argument("--detach", action="store_true", help="start the run in the background and print its id")
-    run.add_argument("--json", action="store_true", help="print the final state and result as JSON")
-    run.add_argument("--answer", action="append", metavar="NAME=approve|reject",
-                     help="answer a checkpoint by label without asking (repeatable)")
-    add_executor_option(run)
-    run.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
-    run.add_argument("--script-stdin", action="store_true", help=argparse.SUPPRESS)  # an editor's unsaved text
-    run.set_defaults(handler=lambda a: _detach_or(a, _run))
-
-    resume = commands.add_parser("resume", help="resume an interrupted, paused or budget-exhausted run")
-    resume.add_argument("run")
-    resume.add_argument("--budget", help="JSON budget patch")
-    resume.add_argument("--detach", action="store_true")
-    resume.add_argument("--json", action="store_true")
-    resume.add_argument("--answer", action="append", metavar="NAME=approve|reject")
-    resume.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
-    add_executor_option(resume)
-    resume.set_defaults(handler=lambda a: _detach_or(a, _resume))
-
     runs = commands.add_parser("runs", help="list this project's runs")
     runs.add_argument("--all", action="store_true")
     runs.add_argument("--json", action="store_true")
@@ -724,34 +648,8 @@ def register(commands: Any) -> None:
     budget.add_argument("proposal")
     budget.add_argument("--detach", action="store_true", help="resume an approved run in the background")
     budget.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
-    budget.set_defaults(handler=lambda a: _detach_or(a, _budget), json=False, answer=None)
+    budget.set_defaults(handler=lambda a: start(a, "budget"), json=False, answer=None)
 
 
-def _detach_or(args: argparse.Namespace, action: Any) -> int:
-    # Bad flags and missing files are refused here, before any run exists (or an owner starts).
-    args.answers = _answers(args.answer)
-    for what in ("args", "budget"):
-        _json_arg(getattr(args, what, None), what)
-    args.script_text = sys.stdin.read() if getattr(args, "script_stdin", False) else None
-    if getattr(args, "script", None) and args.script_text is None:
-        read_script(args.script)
-    if action is _budget and not args.owner_process and (
-            executor := executor_for(project_root(os.getcwd()), args)) is not None:
-        return executor.budget(args)
-    if action in (_run, _resume) and not args.owner_process:
-        script = getattr(args, "script", None)
-        cwd = project_root(str(Path(script).resolve().parent) if script else os.getcwd())
-        if (executor := executor_for(cwd, args)) is not None:
-            return executor.run(_launch_request(args), args) if action is _run else executor.control(args, "resume")
-    if getattr(args, "detach", False) and not args.owner_process:
-        return _detach([arg for arg in args.argv if arg != "--detach"])
-    if args.owner_process:
-        lower_own_priority()
-        try:
-            return int(anyio.run(_owning, action, args))
-        except (WorkflowError, UsageError) as exc:
-            error = exc.to_json() if isinstance(exc, WorkflowError) else {"message": str(exc)}
-            sys.stdout.write(json.dumps({"error": error}) + "\n")
-            sys.stdout.flush()
-            return 2
-    return int(anyio.run(_owning, action, args))
+OWNER_ACTIONS: Final = {"run": _run, "resume": _resume, "budget": _budget}
+"""What `piflow run`, `resume` and `budget` do in the run's owner process (`cli_owner.start`)."""

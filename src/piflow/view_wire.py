@@ -4,18 +4,15 @@ camelCase shapes are built from `piflow.engine.views`; the key order is part of 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from piflow.engine.control import ControlOutcome
-from piflow.engine.store import AttemptSetup
-from piflow.engine.subagents.views import LaneBoardView, SubagentsView
-from piflow.engine.views import (
-    AgentDetailView,
-    AgentView,
-    AttemptView,
-    RunSummaryView,
-    RunView,
-)
+from piflow.engine.views import AgentDetailView
+
+if TYPE_CHECKING:  # annotations only: `piflow run --json` need not load the control and pi-subagents views
+    from piflow.engine.control import ControlOutcome
+    from piflow.engine.store import AttemptSetup
+    from piflow.engine.subagents.views import LaneBoardView, SubagentsView
+    from piflow.engine.views import AgentView, AttemptView, RunSummaryView, RunView
 
 
 def agent_json(agent: AgentView) -> dict[str, Any]:

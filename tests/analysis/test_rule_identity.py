@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from piflow.analysis import Capabilities, analyze, preflight
-from piflow.analysis.dialects import DIALECTS, extensible, subagents
+from piflow.analysis.dialects import dialect, dialect_names, extensible, subagents
 from piflow.analysis.dialects.subagents import validate_subagents_script
 from piflow.analysis.launch import LaunchContext, validate_workflow_launch
 from piflow.analysis.report import FileReport, format_json, format_sarif
@@ -17,6 +17,7 @@ from piflow.config.agent_definitions import AgentCatalog
 from piflow.config.roles import RoleDefinition
 
 KEBAB = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
+DIALECTS = {name: dialect(name) for name in dialect_names()}
 CAPABILITIES = Capabilities.create(
     models=["openai/gpt-4o"],
     tools=["read"],

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from piflow.config import PiflowConfig, model_availability, root_tools
-from piflow.config.agent_definitions import AgentCatalog
 from piflow.config.roles import RoleDefinition
+
+if TYPE_CHECKING:
+    from piflow.config.agent_definitions import AgentCatalog
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from piflow.config.agent_definitions import AgentCatalog, load_agent_catalog
-from piflow.config.availability import (
-    CHILD_AGENT_TOOL,
-    DEFAULT_ROOT_TOOLS,
-    ModelAvailability,
-    model_availability,
-    root_tools,
-)
-from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
 from piflow.config.paths import (
     agent_dir,
     global_roles_dir,
@@ -32,13 +23,25 @@ from piflow.config.paths import (
     project_settings_path,
     user_config_path,
 )
-from piflow.config.pi_tools import PiToolList, cached_pi_tools
-from piflow.config.project import ProjectConfig, load_project_config
-from piflow.config.registry import ModelRegistry, load_model_registry
-from piflow.config.resources import ResourcePolicy, merge_resource_policies
-from piflow.config.roles import RoleDefinition, RoleSet, load_roles, parse_role_markdown
-from piflow.config.settings import WorkflowSettings, load_settings, save_model_aliases, validate_model_aliases
 from piflow.errors import WorkflowError
+from piflow.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from piflow.config.agent_definitions import AgentCatalog
+    from piflow.config.availability import (
+        CHILD_AGENT_TOOL,
+        DEFAULT_ROOT_TOOLS,
+        ModelAvailability,
+        model_availability,
+        root_tools,
+    )
+    from piflow.config.model_refs import THINKING_LEVELS, ModelRef, parse_model_reference, resolve_model_reference
+    from piflow.config.pi_tools import PiToolList
+    from piflow.config.project import ProjectConfig
+    from piflow.config.registry import ModelRegistry
+    from piflow.config.resources import ResourcePolicy
+    from piflow.config.roles import RoleDefinition, RoleSet, parse_role_markdown
+    from piflow.config.settings import WorkflowSettings, load_settings, save_model_aliases, validate_model_aliases
 
 __all__ = [
     "CHILD_AGENT_TOOL",
@@ -63,6 +66,33 @@ __all__ = [
     "save_model_aliases",
     "validate_model_aliases",
 ]
+
+# Imported on first use (`piflow.lazy`): a resume reads settings, models and roles, never the
+# pi-subagents agent definitions, and `piflow.config.files` alone must not load the rest.
+export_lazily(
+    __name__,
+    {
+        "CHILD_AGENT_TOOL": "piflow.config.availability",
+        "DEFAULT_ROOT_TOOLS": "piflow.config.availability",
+        "THINKING_LEVELS": "piflow.config.model_refs",
+        "ModelAvailability": "piflow.config.availability",
+        "ModelRef": "piflow.config.model_refs",
+        "ModelRegistry": "piflow.config.registry",
+        "ProjectConfig": "piflow.config.project",
+        "ResourcePolicy": "piflow.config.resources",
+        "RoleDefinition": "piflow.config.roles",
+        "RoleSet": "piflow.config.roles",
+        "WorkflowSettings": "piflow.config.settings",
+        "load_settings": "piflow.config.settings",
+        "model_availability": "piflow.config.availability",
+        "parse_model_reference": "piflow.config.model_refs",
+        "parse_role_markdown": "piflow.config.roles",
+        "resolve_model_reference": "piflow.config.model_refs",
+        "root_tools": "piflow.config.availability",
+        "save_model_aliases": "piflow.config.settings",
+        "validate_model_aliases": "piflow.config.settings",
+    },
+)
 
 _T = TypeVar("_T")
 
@@ -106,17 +136,23 @@ class PiflowConfig:
     def agent_catalog(self) -> AgentCatalog:
         """pi-subagents agents (builtin, user, and the project's when trusted), read on first use:
         only the second dialect needs them. Bad files are `problems`, never errors."""
+        from piflow.config.agent_definitions import load_agent_catalog
+
         return load_agent_catalog(self.project_root, agent_dir=self.agent_dir, trusted=self.trusted)
 
     @cached_property
     def pi_tools(self) -> PiToolList | None:
         """The tools pi offers this project as last probed, None when unknown or stale (read on first
         use: only runs and checks on the pi backend need them)."""
+        from piflow.config.pi_tools import cached_pi_tools
+
         return cached_pi_tools(self.agent_dir, self.project_root)
 
     @property
     def resource_policy(self) -> ResourcePolicy:
         """Effective disabled resources: global union trusted project, order kept."""
+        from piflow.config.resources import merge_resource_policies
+
         project = self.project_settings.disabled_agent_resources if self.project_settings else None
         return merge_resource_policies(self.settings.disabled_agent_resources, project)
 
@@ -134,6 +170,11 @@ def load_config(
     on a half-read configuration). With `tolerant=True` (editor features) each broken source
     falls back to its default and the error is kept in `problems`.
     """
+    from piflow.config.project import ProjectConfig, load_project_config
+    from piflow.config.registry import ModelRegistry, load_model_registry
+    from piflow.config.roles import RoleSet, load_roles
+    from piflow.config.settings import WorkflowSettings, load_settings
+
     start = Path(cwd).resolve()
     problems: list[WorkflowError] = []
 

@@ -12,14 +12,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from piflow.config.pi_tools import PI_BUILTIN_TOOLS
 from piflow.config.project import BackendName, ProjectConfig
 from piflow.config.registry import ModelRegistry
 
 __all__ = [
-    "CHILD_AGENT_TOOL", "DEFAULT_ROOT_TOOLS", "KEYLESS_BACKENDS", "SCRIPTED_MODEL", "ModelAvailability",
-    "model_availability", "root_tools",
+    "CHILD_AGENT_TOOL", "DEFAULT_ROOT_TOOLS", "KEYLESS_BACKENDS", "PI_BUILTIN_TOOLS", "SCRIPTED_MODEL",
+    "ModelAvailability", "model_availability", "root_tools",
 ]
+
+PI_BUILTIN_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
+"""pi's built-in tools (0.80): what pi offers when it cannot be asked. Defined here, not beside the
+probing in `pi_tools`, so that a run on another backend never loads the probing."""
 
 CHILD_AGENT_TOOL: Final = "agent"
 """The tool that lets an agent start child agents (spec J.5); only agents that name it get it."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from piflow.config.availability import PI_BUILTIN_TOOLS
 from piflow.config.files import FileRefused, read_text
 from piflow.config.paths import global_settings_path, project_settings_path, state_dir
 from piflow.errors import WorkflowError
@@ -30,8 +31,6 @@ __all__ = [
     "pi_tools_fingerprint", "save_pi_tools",
 ]
 
-PI_BUILTIN_TOOLS: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
-"""pi's built-in tools (0.80): what pi offers when it cannot be asked."""
 PI_PACKAGE: Final = "@earendil-works/pi-coding-agent"
 COMMAND_VARIABLE: Final = "PIFLOW_PI_COMMAND"
 INSTALL_HINT: Final = (

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from piflow.config import CHILD_AGENT_TOOL
-from piflow.config.agent_definitions import is_provider_failure
 from piflow.config.resources import ResourcePolicy
 from piflow.engine import events
 from piflow.engine.backends.base import AttemptRequest, ProviderRateLimited, Usage
@@ -419,6 +418,10 @@ class AgentRunner:
                     attempt -= 1
                     continue
                 except WorkflowError as exc:
+                    # Imported on the first failure: a run whose agents succeed never loads the
+                    # pi-subagents agent definitions.
+                    from piflow.config.agent_definitions import is_provider_failure
+
                     if exc.code == "AGENT_FAILED" and is_provider_failure(exc.message) and self._fall_back(exc.message):
                         continue  # a fallback model is not a retry: `retries` still counts task failures only
                     if exc.code in _NOT_RETRIED or retried >= spec.retries:

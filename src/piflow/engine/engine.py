@@ -28,6 +28,7 @@ from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.functions import launch_variables
 from piflow.engine.lifecycle import ENDED, IRREVERSIBLE, RESUMABLE, DecisionState, RunState
+from piflow.engine.owner import EarlyWorker, discard_worker, spawn_worker
 from piflow.engine.runs import ActiveRun, record_budget_event
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.snapshot import build_snapshot, check_cold_resume, resolution_context, script_body
@@ -69,8 +70,12 @@ class Engine:
         environment: Callable[[str], LaunchEnvironment] = load_environment,
         notify: Notifier | None = None,
         extensions: ExtensionRegistry | None = None,
+        early_worker: EarlyWorker | None = None,
     ) -> None:
+        """`early_worker`: a worker the owner process spawned before importing the engine; the first
+        launch or resume uses it instead of spawning one."""
         self.store = store
+        self._early_worker = early_worker
         self.bus = bus or events.EventBus()
         self.scheduler = FairScheduler()
         self.token = uuid.uuid4().hex
@@ -135,23 +140,15 @@ class Engine:
         try:
             return await self._launch(request, worker)
         except BaseException:
-            await self._discard(worker)
+            await discard_worker(worker)  # a failed launch or resume leaves no worker behind
             raise
 
     async def _spawn_worker(self) -> WorkerProcess:
-        """The worker of the run about to start, spawned first: its interpreter and imports overlap
-        the validation, snapshot and store writes that come before its script."""
-        worker = WorkerProcess(log=self.store.location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log")
-        await worker.spawn()
-        return worker
-
-    @staticmethod
-    async def _discard(worker: WorkerProcess) -> None:
-        """A launch or resume that failed leaves no worker behind, nor its empty log."""
-        with anyio.CancelScope(shield=True):
-            await worker.kill()
-        if worker.log is not None:
-            worker.log.unlink(missing_ok=True)
+        """The worker of the run about to start, spawned first (or earlier still, by the owner
+        process): its interpreter and imports overlap the validation, snapshot and store writes
+        that come before its script."""
+        early = self._early_worker.take() if self._early_worker is not None else None
+        return early if early is not None else await spawn_worker(self.store.location)
 
     async def _launch(self, request: LaunchRequest, worker: WorkerProcess) -> str:
         env = self._environment_for(request.cwd)
@@ -382,7 +379,7 @@ class Engine:
                                                snapshot.get("args"))
             self._restart(record, env, snapshot, worker, budget, version, variables)
         except BaseException:
-            await self._discard(worker)
+            await discard_worker(worker)  # a failed launch or resume leaves no worker behind
             raise
 
     def _restart(

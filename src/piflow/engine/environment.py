@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from piflow.analysis.launch import LaunchContext, RegisteredWorkflow
-from piflow.config import (
-    ModelAvailability,
-    ModelRegistry,
-    PiflowConfig,
-    ResourcePolicy,
-    load_config,
-    model_availability,
-    root_tools,
-)
 from piflow.config.project import ProjectConfig, find_project_root, load_project_config
-from piflow.engine.store import default_store_path
+from piflow.config.resources import ResourcePolicy
+from piflow.engine.store.location import default_store_path
+
+if TYPE_CHECKING:  # `project_root` and `store_path` come first in an owner process: they stay light
+    from piflow.analysis.launch import LaunchContext, RegisteredWorkflow
+    from piflow.config import ModelAvailability, ModelRegistry, PiflowConfig
 
 
 @dataclass(frozen=True)
@@ -67,6 +63,8 @@ class LaunchEnvironment:
         """This environment for a run on `backend` (`piflow run --backend`)."""
         if backend == self.backend:
             return self
+        from piflow.config.availability import model_availability, root_tools
+
         return replace(self, backend=backend, models=model_availability(self.registry, self.project, backend),
                        root_tools=root_tools(backend, self.extension_tools, self.pi_tools))
 
@@ -74,13 +72,19 @@ class LaunchEnvironment:
         """This environment with the tools installed extensions register."""
         if not names:
             return self
+        from piflow.config.availability import root_tools
+
         return replace(self, extension_tools=names, root_tools=root_tools(self.backend, names, self.pi_tools))
 
     def with_pi_tools(self, names: frozenset[str]) -> LaunchEnvironment:
         """This environment with the tools pi was found to offer (a launch on pi probes when the cache is stale)."""
+        from piflow.config.availability import root_tools
+
         return replace(self, pi_tools=names, root_tools=root_tools(self.backend, self.extension_tools, names))
 
     def launch_context(self) -> LaunchContext:
+        from piflow.analysis.launch import LaunchContext
+
         return LaunchContext(
             cwd=self.cwd,
             available_models=self.models.available,
@@ -96,6 +100,8 @@ class LaunchEnvironment:
 
 
 def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
+    from piflow.config.availability import model_availability, root_tools
+
     pi_tools = config.pi_tools.names if config.project.backend == "pi" and config.pi_tools is not None else None
     return LaunchEnvironment(
         cwd=str(config.project_root),
@@ -118,6 +124,8 @@ def environment_from_config(config: PiflowConfig) -> LaunchEnvironment:
 
 def load_environment(cwd: str) -> LaunchEnvironment:
     """Strict: a broken settings, role or registry file stops the launch with its error."""
+    from piflow.config import load_config
+
     return environment_from_config(load_config(cwd))
 
 
@@ -136,6 +144,8 @@ def store_path(cwd: str, *, tolerant: bool = False) -> Path:
     as diagnostics) uses the default location instead, never the refused one.
     """
     if tolerant:
+        from piflow.config import load_config
+
         config = load_config(cwd, tolerant=True)
         return config.project.store or default_store_path(config.project_root)
     project = load_project_config(cwd)

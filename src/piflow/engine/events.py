@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
-
-log = logging.getLogger(__name__)
 
 RUN_STARTED: Final = "workflow:run-started"
 RUN_RESUMED: Final = "workflow:run-resumed"
@@ -59,4 +56,6 @@ class EventBus:
             try:
                 listener(event)
             except Exception:  # a broken listener must not break a run
-                log.exception("event listener failed for %s", event.type)
+                import logging  # on a listener's failure only: a run never needs logging otherwise
+
+                logging.getLogger(__name__).exception("event listener failed for %s", event.type)

@@ -1,5 +1,10 @@
 """Owner processes: every run is executed by one process of its own, started the same way whoever
-asks (`piflow run --detach`, the language server's ▶ Run, ↻ Resume and budget approvals)."""
+asks (`piflow run --detach`, the language server's ▶ Run, ↻ Resume and budget approvals).
+
+An owner spawns its run's worker first (`spawn_worker`), before it imports the engine: the
+worker's interpreter, imports and compile then overlap the owner's own start-up. This module
+stays light for that reason (the worker client is its only piflow import, made when spawning).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,12 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Final
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from piflow.engine.worker.client import WorkerProcess
 
 EDITOR_RUN_NICENESS: Final = 5
 """How much lower than the editor a run launched from it is scheduled. A run's owner, worker and
@@ -67,3 +77,42 @@ def lower_own_priority() -> None:
     if value.isdigit():
         with contextlib.suppress(OSError):
             os.nice(int(value))
+
+
+async def spawn_worker(store_location: Path) -> WorkerProcess:
+    """The worker of a run about to start or resume in the store at `store_location`, spawned now so
+    that its start-up overlaps the host's (imports, validation, snapshot, store writes). Its stderr
+    goes to a provisional log beside the runs, moved to the run's directory once the run exists."""
+    from piflow.engine.worker.client import WorkerProcess
+
+    worker = WorkerProcess(log=store_location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log")
+    await worker.spawn()
+    return worker
+
+
+async def discard_worker(worker: WorkerProcess) -> None:
+    """A worker no run took (a failed launch or resume, a resume answered without one): killed, and
+    its provisional log, empty or a start-up failure's, removed."""
+    import anyio
+
+    with anyio.CancelScope(shield=True):
+        await worker.kill()
+    if worker.log is not None:
+        worker.log.unlink(missing_ok=True)
+
+
+class EarlyWorker:
+    """A worker an owner process spawned before its engine existed: the first launch or resume takes
+    it (`take`); whoever spawned it discards it at the end if nothing did."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self._worker: WorkerProcess | None = worker
+
+    def take(self) -> WorkerProcess | None:
+        worker, self._worker = self._worker, None
+        return worker
+
+    async def discard(self) -> None:
+        worker = self.take()
+        if worker is not None:
+            await discard_worker(worker)

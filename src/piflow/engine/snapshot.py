@@ -54,12 +54,12 @@ def build_snapshot(
     backend: str,
 ) -> dict[str, Any]:
     """Validate the launch (B.2) and pin everything a resume must see unchanged."""
-    from piflow.analysis.dialects import detect_dialect, subagents
+    from piflow.analysis.dialects import SUBAGENTS, detect_dialect
     from piflow.analysis.launch import validate_workflow_launch
     from piflow.analysis.syntax_check import syntax_digest
 
     dialect = detect_dialect(request.script.encode(), path=request.script_path, project=env.project)
-    if request.script and dialect.name == subagents.NAME:
+    if request.script and dialect.name == SUBAGENTS:
         from piflow.engine.subagents.launch import subagents_snapshot
 
         snapshot = subagents_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,

@@ -9,19 +9,28 @@ document version, and pass the name down.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import TYPE_CHECKING, Final
-
-from piflow.analysis.dialects import extensible, subagents
-from piflow.analysis.rules import Dialect
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from piflow.analysis.rules import Dialect
     from piflow.config.project import ProjectConfig
 
-DIALECTS: Final[dict[str, Dialect]] = {extensible.NAME: extensible.DIALECT, subagents.NAME: subagents.DIALECT}
-DEFAULT: Final = extensible.NAME
+EXTENSIBLE: Final = "pi-extensible-workflows"
+SUBAGENTS: Final = "pi-subagents"
+_MODULES: Final = {EXTENSIBLE: "extensible", SUBAGENTS: "subagents"}
+"""Each dialect's name (its module's `NAME`) and module, imported when a script of that dialect is
+first seen: launching a pi-extensible-workflows script never loads pi-subagents' rules."""
+DEFAULT: Final = EXTENSIBLE
+
+
+def dialect(name: str) -> Dialect:
+    """The dialect called `name` (one of `dialect_names()`)."""
+    found: Dialect = importlib.import_module(f"{__name__}.{_MODULES[name]}").DIALECT
+    return found
 
 _PRAGMA: Final = re.compile(rb"\A(?:\xef\xbb\xbf)?[ \t]*//[ \t]*piflow:[ \t]*([A-Za-z-]+)")
 _RUNS_USE: Final = re.compile(rb"\bruns\s*\.\s*(?:run|all|lanes|host|steer|status|refs?)\b")
@@ -29,7 +38,7 @@ _PRIMITIVE_CALL: Final = re.compile(rb"\b(?:agent|conversation|parallel|pipeline
 
 
 def dialect_names() -> tuple[str, ...]:
-    return tuple(DIALECTS)
+    return tuple(_MODULES)
 
 
 def detect_dialect(
@@ -40,16 +49,16 @@ def detect_dialect(
     `path` and `project` (the script's file and its project's settings) let `[dialects]` globs decide.
     """
     if requested is not None:
-        if requested not in DIALECTS:
-            raise ValueError(f"unknown dialect {requested!r} (known: {', '.join(DIALECTS)})")
-        return DIALECTS[requested]
+        if requested not in _MODULES:
+            raise ValueError(f"unknown dialect {requested!r} (known: {', '.join(_MODULES)})")
+        return dialect(requested)
     pragma = _PRAGMA.match(data)
-    if pragma is not None and pragma.group(1).decode() in DIALECTS:
-        return DIALECTS[pragma.group(1).decode()]
+    if pragma is not None and pragma.group(1).decode() in _MODULES:
+        return dialect(pragma.group(1).decode())
     by_glob = project.dialect_for(path) if project is not None else None
     if by_glob is not None:
-        return DIALECTS[by_glob]
+        return dialect(by_glob)
     # (`find` first: the search cannot skip ahead to `runs` past its leading `\b`)
     if data.find(b"runs") >= 0 and _RUNS_USE.search(data) and not _PRIMITIVE_CALL.search(data):
-        return DIALECTS[subagents.NAME]
-    return DIALECTS[DEFAULT]
+        return dialect(SUBAGENTS)
+    return dialect(DEFAULT)
