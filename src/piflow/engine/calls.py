@@ -91,7 +91,8 @@ class CallServer:
             return True
         if recorded is None:
             return False
-        self.finish(Settled(call.id, recorded.value))
+        text = recorded.text  # journaled in an earlier session: its JSON text goes to the worker as it is
+        self.finish(Settled(call.id, text=text) if text is not None else Settled(call.id, recorded.value))
         return True
 
     async def serve(self, call: WorkerCall) -> None:

@@ -11,19 +11,40 @@ transaction rolled back is never replayed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import json
+from typing import Any, Final
 
 from piflow.engine.journal import OperationKind
 from piflow.engine.store import RunStore
 from piflow.errors import WorkflowError
 
+_UNDECODED: Final = object()
 
-@dataclass(frozen=True, slots=True)
+
 class Outcome:
-    """The recorded value of a completed operation (a box, so a recorded `None` is not "not yet")."""
+    """The recorded value of a completed operation (a box, so a recorded `None` is not "not yet").
 
-    value: Any
+    An outcome read from the store keeps its JSON `text` and decodes it on first use: a resume
+    hands thousands of journaled agent results to the worker as text, never decoding them.
+    """
+
+    __slots__ = ("_value", "text")
+
+    def __init__(self, value: Any = _UNDECODED, text: str | None = None) -> None:
+        self._value = value
+        self.text = text
+
+    @property
+    def value(self) -> Any:
+        if self._value is _UNDECODED:
+            self._value = json.loads(self.text or "null")
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and self.value == other.value
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.value!r})"
 
 
 class Operations:
@@ -32,8 +53,10 @@ class Operations:
     def __init__(self, store: RunStore, run_id: str) -> None:
         self._store = store
         self._run_id = run_id
-        self._entries: dict[str, tuple[str | None, Any]] = store.operations(run_id)
-        self._uncommitted: dict[str, tuple[str | None, Any]] = {}
+        self._entries: dict[str, tuple[str | None, Outcome]] = {
+            path: (kind, Outcome(text=text)) for path, (kind, text) in store.operation_texts(run_id).items()
+        }
+        self._uncommitted: dict[str, tuple[str | None, Outcome]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -47,13 +70,13 @@ class Operations:
         entry = self._entries.get(path)
         if entry is None:
             return None
-        recorded, value = entry
+        recorded, outcome = entry
         if recorded is not None and recorded != kind:
             raise WorkflowError(
                 "RESUME_INCOMPATIBLE",
                 f"Journal entry {path} was recorded by a {recorded} operation, not by a {kind}",
             )
-        return Outcome(value)
+        return outcome
 
     def record(self, kind: OperationKind, path: str, value: Any) -> None:
         """Journal `value` at `path` in the caller's open transaction (`DUPLICATE_NAME` if recorded).
@@ -62,13 +85,13 @@ class Operations:
         """
         self.check(kind, path)
         self._store.journal_put(self._run_id, path, value, kind)
-        self._uncommitted[path] = (kind, value)
+        self._uncommitted[path] = (kind, Outcome(value))
 
     def refresh(self, kind: OperationKind, path: str) -> Outcome | None:
         """`check` after re-reading `path` from the store: for outcomes another process records."""
         entry = self._store.operation(self._run_id, path)
         if entry is not None:
-            self._entries[path] = entry
+            self._entries[path] = (entry[0], Outcome(entry[1]))
         return self.check(kind, path)
 
     def committed(self) -> None:

@@ -470,11 +470,16 @@ class RunStore:
 
     def operations(self, run_id: str) -> dict[str, tuple[str | None, Any]]:
         """`path -> (kind, value)` of every journaled operation of the run (kind None: recorded before kinds)."""
+        return {path: (kind, decode_optional(text)) for path, (kind, text) in self.operation_texts(run_id).items()}
+
+    def operation_texts(self, run_id: str) -> dict[str, tuple[str | None, str]]:
+        """`operations` with each value as its stored JSON text: a resume hands thousands of them to
+        the worker as they are (`engine/operations.py`)."""
         with self._read(("run", run_id)) as connection:
             rows = connection.execute(
                 "SELECT path, kind, value FROM journal WHERE run_id = ? ORDER BY rowid", (run_id,)
             ).fetchall()
-        return {path: (kind, decode_optional(value)) for path, kind, value in rows}
+        return {path: (kind, value) for path, kind, value in rows}
 
     def operation(self, run_id: str, path: str) -> tuple[str | None, Any] | None:
         """`(kind, value)` of the operation journaled at `path`, or None (one row, for answers from elsewhere)."""

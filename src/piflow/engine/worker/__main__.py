@@ -9,7 +9,6 @@ network or files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import queue
@@ -21,16 +20,15 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
-from piflow.engine.worker.protocol import (
-    CALL_PREFIX,
+from piflow.engine.worker.wire import (
     DEFAULT_HEAP_LIMIT,
     DEFAULT_MEMORY_LIMIT,
-    DONE_PREFIX,
     HEARTBEAT_INTERVAL,
     HEARTBEAT_LINE,
     NOT_JSON,
     OVERSIZED,
     RPC_LIMIT_BYTES,
+    SETTLE_HEAD,
     encode,
     error_json,
 )
@@ -79,29 +77,39 @@ class _Channel:
     def receive(self) -> dict[str, Any]:
         return _parse(self._lines.get())
 
-    def receive_available(self) -> list[dict[str, Any]]:
-        """Every message already queued, without waiting."""
-        messages: list[dict[str, Any]] = []
+    def receive_settles(self) -> list[bytes]:
+        """The next settle line and every one already queued, unparsed (QuickJS parses them)."""
+        lines = [_settle_line(self._lines.get())]
         while True:
             try:
                 line = self._lines.get_nowait()
             except queue.Empty:
-                return messages
-            messages.append(_parse(line))
+                return lines
+            lines.append(_settle_line(line))
 
 
-def _parse(line: bytes) -> dict[str, Any]:
+def _checked(line: bytes) -> bytes:
     if line == _END:
         raise _HostGone
     if line == b"\x00":
         raise WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED)
+    return line
+
+
+def _parse(line: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(line)
+        message = json.loads(_checked(line))
     except ValueError:
         raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON) from None
     if not isinstance(message, dict):
         raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
     return message
+
+
+def _settle_line(line: bytes) -> bytes:
+    if not _checked(line).startswith(SETTLE_HEAD):
+        raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
+    return line
 
 
 class _Heartbeat:
@@ -131,19 +139,15 @@ class _HostGone(Exception):
     """stdin closed: nobody is left to answer."""
 
 
-def _settle_results(messages: list[dict[str, Any]]) -> list[Any]:
-    results: list[Any] = []
-    for message in messages:
-        if message.get("t") != "settle" or not isinstance(message.get("results"), list):
-            raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
-        results.extend(message["results"])
-    return results
-
-
 def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
     """Execute the script up to and including its `done` message."""
     # Imported once stdin is being read (a host sending the body early does not wait for these
     # imports); made before the script arrives, so an early-spawned worker has its context ready.
+    # The grammar's package would import importlib.resources (pathlib, tempfile, zipfile) for query
+    # files the worker never reads, ~18 ms: in this process, its extension stands for the package.
+    from piflow.engine.worker.native import extension
+
+    sys.modules.setdefault("tree_sitter_javascript", extension("tree_sitter_javascript", "_binding"))
     from piflow.engine.worker.runtime import ScriptRuntime
 
     runtime = ScriptRuntime(heap_limit)
@@ -158,30 +162,19 @@ def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
     if start.get("t") != "start":
         raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
     workflow = start.get("workflow") if isinstance(start.get("workflow"), dict) else None
-    lines = runtime.launch(
+    step = runtime.launch(
         start.get("args"), list(start.get("functions") or []), dict(start.get("variables") or {}), dialect,
         workflow,
     )
-    outstanding: set[int] = set()
     while True:
-        finished = False
-        for line in lines:
-            if line.startswith(CALL_PREFIX):
-                outstanding.add(int(line[len(CALL_PREFIX) : line.index(",", len(CALL_PREFIX))]))
-            elif line.startswith(DONE_PREFIX):
-                finished = True
-        if lines:
-            channel.write(("\n".join(lines) + "\n").encode("utf-8"))
-        if finished:
+        if step.lines:
+            channel.write(step.lines)
+        if step.finished:
             return
-        if not outstanding:
+        if not step.pending:
             # No host call is pending and nothing else can wake the script: it waits forever.
             raise WorkflowError("INTERNAL_ERROR", "Workflow script is waiting for a promise that can never settle")
-        results = _settle_results([channel.receive(), *channel.receive_available()])
-        for result in results:
-            if isinstance(result, dict) and isinstance(result.get("id"), int):
-                outstanding.discard(result["id"])
-        lines = runtime.settle(results)
+        step = runtime.settle(channel.receive_settles())
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -198,13 +191,26 @@ def _exit_with_parent(parent: int) -> None:
     signal.setitimer(signal.ITIMER_REAL, HEARTBEAT_INTERVAL, HEARTBEAT_INTERVAL)
 
 
+def _limits(argv: list[str]) -> tuple[int, int]:
+    """`--memory-limit N` (address space bytes, 0: none) and `--heap-limit N` (JavaScript heap bytes).
+
+    Read by hand: the host is the only caller, and argparse would add ~9 ms to every worker's start.
+    """
+    limits = {"--memory-limit": DEFAULT_MEMORY_LIMIT, "--heap-limit": DEFAULT_HEAP_LIMIT}
+    if len(argv) % 2 or any(name not in limits for name in argv[::2]):
+        raise SystemExit("usage: python -m piflow.engine.worker [--memory-limit BYTES] [--heap-limit BYTES]")
+    for name, value in zip(argv[::2], argv[1::2], strict=True):
+        try:
+            limits[name] = int(value)
+        except ValueError:
+            raise SystemExit(f"{name} expects a number of bytes, not {value!r}") from None
+    return limits["--memory-limit"], limits["--heap-limit"]
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m piflow.engine.worker")
-    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT, help="address space bytes, 0: none")
-    parser.add_argument("--heap-limit", type=int, default=DEFAULT_HEAP_LIMIT, help="JavaScript heap bytes")
-    options = parser.parse_args(argv)
-    if options.memory_limit > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
+    memory_limit, heap_limit = _limits(sys.argv[1:] if argv is None else argv)
+    if memory_limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     _exit_with_parent(os.getppid())
     # The protocol owns the original stdout; anything else printed (by Python or C code) goes to stderr.
     output = os.dup(sys.stdout.fileno())
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     threading.Thread(target=heartbeat.beat_forever, name="heartbeat", daemon=True).start()
     threading.Thread(target=channel.read_forever, name="stdin", daemon=True).start()
     try:
-        _run(channel, heartbeat, options.heap_limit)
+        _run(channel, heartbeat, heap_limit)
     except WorkflowError as exc:
         channel.write(encode({"t": "done", "ok": False, "error": error_json(exc)}))
     except _HostGone:

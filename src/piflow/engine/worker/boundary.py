@@ -49,6 +49,8 @@ BAD_UNICODE: Final = "must be well-formed Unicode (it contains a lone surrogate)
 
 def value_problem(value: Any, depth_limit: int = MAX_DEPTH) -> str | None:
     """What `value` (decoded JSON) must be to enter the host (`TOO_DEEP`, `BAD_UNICODE`), or None when it is."""
+    if isinstance(value, str):  # most prompts: no walk
+        return BAD_UNICODE if not value.isascii() and SURROGATE.search(value) else None
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         item, depth = pending.pop()

@@ -54,6 +54,8 @@ from piflow.engine.worker.protocol import (
     NOT_JSON,
     OVERSIZED,
     RPC_LIMIT_BYTES,
+    SETTLE_HEAD,
+    SETTLE_TAIL,
     Settled,
     WorkerCall,
     encode,
@@ -61,10 +63,10 @@ from piflow.engine.worker.protocol import (
 )
 from piflow.errors import WorkflowError
 
-_SETTLE_HEAD: Final = b'{"t":"settle","results":['
-_SETTLE_TAIL: Final = b"]}"
-_ITEMS_ROOM: Final = RPC_LIMIT_BYTES - len(_SETTLE_HEAD) - len(_SETTLE_TAIL)
+_ITEMS_ROOM: Final = RPC_LIMIT_BYTES - len(SETTLE_HEAD) - len(SETTLE_TAIL)
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[3])
+_UNDECODED: Final = object()
+"""A line `_decode_all` left to be decoded alone."""
 _SECONDS_IN_WORDS: Final = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
@@ -306,14 +308,17 @@ class WorkerProcess:
                 return
             scanned = len(pending)
             pending += chunk
-            batch: list[WorkerCall] = []
+            lines: list[bytes] = []
             start = 0
             while (end := pending.find(b"\n", max(start, scanned))) >= 0:
-                message = self._message(pending[start:end])
+                lines.append(bytes(pending[start:end]))
                 start = end + 1
+            del pending[:start]
+            batch: list[WorkerCall] = []
+            for line, decoded in zip(lines, _decode_all(lines), strict=True):
+                message = self._message(line, decoded)
                 if message is not None:
                     batch.append(message)
-            del pending[:start]
             if self._refused:
                 refused, self._refused = self._refused, []
                 await self.settle(refused)
@@ -326,11 +331,12 @@ class WorkerProcess:
             if batch:
                 yield batch
 
-    def _message(self, line: bytes | bytearray) -> WorkerCall | None:
+    def _message(self, line: bytes, decoded: Any = _UNDECODED) -> WorkerCall | None:
         """A call to hand out, or None (heartbeat, `done`, a call refused at the boundary, or a fault).
 
-        Calls whose values cannot cross into the host (`boundary`) are answered here with their
-        error, so the engine only ever sees well-formed calls.
+        `decoded`: the line's JSON when `_decode_all` could decode it with its batch. Calls whose
+        values cannot cross into the host (`boundary`) are answered here with their error, so the
+        engine only ever sees well-formed calls.
         """
         if self._outcome is not None:
             return None
@@ -338,7 +344,7 @@ class WorkerProcess:
             self._finish(None, WorkflowError("RPC_LIMIT_EXCEEDED", OVERSIZED))
             return None
         try:
-            message = json.loads(line)
+            message = json.loads(line) if decoded is _UNDECODED else decoded
         except RecursionError:
             self._undecodable(line)
             return None
@@ -418,14 +424,29 @@ def worker_environment(host: Mapping[str, str]) -> dict[str, str]:
     return environment
 
 
+def _decode_all(lines: list[bytes]) -> list[Any]:
+    """Every line's JSON in one decode (a 10,000-agent fan-out's calls arrive in a few reads), or
+    `_UNDECODED` for each when some line is not one JSON value (each is then decoded alone, and
+    the faulty one answered as such)."""
+    if len(lines) > 1:
+        try:
+            decoded = json.loads(b"[" + b",".join(lines) + b"]")
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if len(decoded) == len(lines):
+                return list(decoded)
+    return [_UNDECODED] * len(lines)
+
+
 def _settle_line(items: list[bytes]) -> bytes:
-    return _SETTLE_HEAD + b",".join(items) + _SETTLE_TAIL + b"\n"
+    return SETTLE_HEAD + b",".join(items) + SETTLE_TAIL + b"\n"
 
 
 def _encode_result(result: Settled) -> bytes:
     """One settled call as JSON; a value that is not JSON or too large fails that call instead (spec A.1)."""
     try:
-        item = encode(result.to_json())[:-1]
+        item = result.encoded()
     except (TypeError, ValueError):
         return _rejection(result.id, NOT_JSON)
     return _rejection(result.id, OVERSIZED) if len(item) > _ITEMS_ROOM else item

@@ -9,11 +9,14 @@
 //   the request of that evaluation from Python (`call_python("inbox")`); a call the script makes
 //   itself finds no request and does nothing. `call_python("tick")` reports progress (heartbeats).
 // - Requests: `compile` (the argument is the instrumented body function), `launch` ({args,
-//   functions, variables}), `settle` ({results}) and `flush`. Each returns the outbox: an array of
-//   JSON lines that keeps filling while QuickJS drains the job queue after the call returns, so
-//   every host call made by the script during that evaluation reaches Python in call order. The
-//   outbox has no prototype, so a script that changes Array.prototype or Object.prototype (a
-//   `toJSON`, an index setter) cannot alter or swallow what reaches Python.
+//   functions, variables}), `settle` ({batches}: the host's settle lines, `{"t":"settle",
+//   "results":[...]}` each, as it sent them) and `flush`. Each fills an outbox of JSON lines that
+//   keeps filling while QuickJS drains the job queue after the call returns, and returns a report
+//   whose `toJSON` dukpy calls once the queue has drained: {lines (one text), pending, finished}.
+//   So every host call made by the script during that evaluation reaches Python in call order. The
+//   outbox and the report have no prototype, so a script that changes Array.prototype or
+//   Object.prototype (a `toJSON`, an index setter) cannot alter or swallow what reaches Python. A
+//   request that is not JSON reports `{malformed: true}`.
 (function (global) {
   "use strict";
 
@@ -34,6 +37,7 @@
   const ObjectPrototype = Object.prototype;
   const hasOwn = Object.hasOwn;
   const isArray = Array.isArray;
+  const join = Array.prototype.join;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const NativePromise = Promise;
@@ -1104,8 +1108,23 @@
     after(settled, succeed, fail);
   };
 
+  // A step's report: its lines as one text (one string to hand over, not one per line), how many
+  // host calls are still unanswered, and whether the script has finished. dukpy serialises the
+  // result once the job queue has drained, so `toJSON` reads the outbox complete.
+  const report = (box) => setPrototypeOf({
+    toJSON: () => setPrototypeOf({
+      lines: box.length ? apply(join, box, ["\n"]) + "\n" : "",
+      pending: resolvers.size,
+      finished,
+    }, null),
+  }, null);
   fixGlobal("__pi_extensible_workflows_worker", (compiled) => {
-    const request = hostCall("inbox");
+    let request;
+    try {
+      request = hostCall("inbox");
+    } catch {
+      return setPrototypeOf({ malformed: true }, null); // a request that is not JSON
+    }
     if (!request || typeof request !== "object") return undefined;
     if (request.op === "compile") {
       body = compiled;
@@ -1114,12 +1133,16 @@
     if (request.op === "flush") {
       const box = outbox;
       outbox = newOutbox();
-      return box;
+      return report(box);
     }
     const box = newOutbox();
     outbox = box;
     if (request.op === "launch") launch(request);
-    else if (request.op === "settle") settle(request.results);
-    return box;
+    else if (request.op === "settle") {
+      // Batches as the host sent them: `{"t":"settle","results":[...]}` each.
+      const batches = request.batches;
+      for (let index = 0; index < batches.length; index += 1) settle(batches[index].results);
+    }
+    return report(box);
   });
 })(globalThis);

@@ -1,46 +1,41 @@
-"""The worker's JSON-lines protocol: limits, timings, the typed calls and the encodings both ends share.
+"""The worker's JSON-lines protocol: the typed calls and answers, on top of the wire (`wire.py`).
 
-host → worker: `start` (once), then `settle` batches. worker → host: `hb` heartbeats, `call`
-messages (ids increase in script call order) and one final `done`. The shapes of each message are
-documented in `client.py`, the host's side of the pipe; `boundary.py` turns a call message into one
-of the typed calls below, which is all the engine ever sees of it.
+host → worker: `compile` and `start` (once), then `settle` batches. worker → host: `hb` heartbeats,
+`call` messages (ids increase in script call order) and one final `done`. The shapes of each message
+are documented in `client.py`, the host's side of the pipe; `boundary.py` turns a call message into
+one of the typed calls below, which is all the engine ever sees of it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
-from piflow.errors import ERROR_CODES, WorkflowError
+from piflow.engine.worker.wire import (
+    DEFAULT_HEAP_LIMIT,
+    DEFAULT_MEMORY_LIMIT,
+    HEARTBEAT_INTERVAL,
+    HEARTBEAT_LINE,
+    HEARTBEAT_TIMEOUT,
+    NOT_JSON,
+    OVERSIZED,
+    RPC_LIMIT_BYTES,
+    SETTLE_HEAD,
+    SETTLE_TAIL,
+    SURROGATE,
+    encode,
+    error_from_json,
+    error_json,
+    well_formed,
+)
+from piflow.errors import WorkflowError
 
-RPC_LIMIT_BYTES: Final = 10 * 1024 * 1024
-"""Largest message, in UTF-8 bytes of its JSON, either way (spec A.1)."""
-HEARTBEAT_INTERVAL: Final = 1.0
-HEARTBEAT_TIMEOUT: Final = 5.0
-DEFAULT_HEAP_LIMIT: Final = 512 * 1024 * 1024
-"""QuickJS heap of a worker. The reference gives its worker 128 MiB of V8 heap; QuickJS needs about
-3 KiB per pending agent task of a `parallel`, so this holds fan-outs of well over 100k agents."""
-DEFAULT_MEMORY_LIMIT: Final = 1024 * 1024 * 1024
-"""Address-space cap of a worker process: the heap plus Python, thread stacks, allocator arenas
-and a few 10 MiB messages in flight."""
-
-OVERSIZED: Final = "RPC value exceeds the 10 MB JSON boundary"
-NOT_JSON: Final = "RPC values must be JSON-compatible"
-
-HEARTBEAT_LINE: Final = b'{"t":"hb"}\n'
-CALL_PREFIX: Final = '{"t":"call","id":'
-DONE_PREFIX: Final = '{"t":"done",'
-
-
-SURROGATE: Final = re.compile("[\ud800-\udfff]")
-"""A lone surrogate: text containing one is not well-formed Unicode."""
-
-
-def well_formed(text: str) -> str:
-    """`text` with lone surrogates replaced by U+FFFD: for messages that must reach the user anyway."""
-    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+__all__ = [
+    "DEFAULT_HEAP_LIMIT", "DEFAULT_MEMORY_LIMIT", "HEARTBEAT_INTERVAL", "HEARTBEAT_LINE", "HEARTBEAT_TIMEOUT",
+    "NOT_JSON", "OVERSIZED", "RPC_LIMIT_BYTES", "SETTLE_HEAD", "SETTLE_TAIL", "SURROGATE", "encode",
+    "error_from_json", "error_json", "well_formed",
+]
 
 
 # -- calls (worker → host) --------------------------------------------------------------------
@@ -206,38 +201,27 @@ WorkerCall = AgentCall | TurnCall | CheckpointCall | PhaseCall | LogCall | Funct
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """The answer to call `id`: its value, or the error it fails with in the script."""
+    """The answer to call `id`: its value, or the error it fails with in the script.
+
+    `text`, when given, is the value as JSON text (a journaled value, replayed): it crosses to the
+    worker as it is, never decoded and encoded again.
+    """
 
     id: int
     value: Any = None
     error: WorkflowError | None = None
+    text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """`{"id":N,"ok":true,"value":V}` or `{"id":N,"ok":false,"error":{code,message,failedAt?,authored}}`."""
         if self.error is None:
-            return {"id": self.id, "ok": True, "value": self.value}
+            return {"id": self.id, "ok": True, "value": self.value if self.text is None else json.loads(self.text)}
         return {"id": self.id, "ok": False, "error": error_json(self.error)}
 
-
-def encode(message: Any) -> bytes:
-    """One protocol line: compact JSON, no NaN/Infinity, newline-terminated."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode() + b"\n"
-
-
-def error_json(error: WorkflowError) -> dict[str, Any]:
-    """The wire form of a failure: `{code, message, failedAt?, authored}`."""
-    return error.to_json() | {"authored": error.authored}
-
-
-def error_from_json(data: Any) -> WorkflowError:
-    """A failure the worker reported; codes outside the spec's list become authored INTERNAL_ERROR (spec C)."""
-    if not isinstance(data, dict):
-        return WorkflowError("INTERNAL_ERROR", "Workflow worker reported a malformed error")
-    code = data.get("code")
-    message = data.get("message")
-    failed_at = data.get("failedAt")
-    text = well_formed(message) if isinstance(message, str) else ""
-    where = well_formed(failed_at) if isinstance(failed_at, str) else None
-    if code not in ERROR_CODES:
-        return WorkflowError("INTERNAL_ERROR", text, failed_at=where, authored=True)
-    return WorkflowError(str(code), text, failed_at=where, authored=data.get("authored") is True)
+    def encoded(self) -> bytes:
+        """The answer's JSON, as `encode` writes it (without the newline); a value given as text is
+        spliced in unless it holds a `\\u` escape of a surrogate, which takes the decoding path so a
+        lone surrogate fails the call as it does when the value is fresh."""
+        if self.error is None and self.text is not None and "\\ud" not in self.text and "\\uD" not in self.text:
+            return b'{"id":%d,"ok":true,"value":%s}' % (self.id, self.text.encode())
+        return encode(self.to_json())[:-1]

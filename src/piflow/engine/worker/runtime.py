@@ -11,46 +11,41 @@ script produced for the host.
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import importlib.util
 import json
+import os
 import sys
-from importlib.resources import files
-from pathlib import Path
-from types import ModuleType
+from dataclasses import dataclass
 from typing import Any, Final
 
 from piflow.engine.worker.instrument import instrument, instrument_subagents
+from piflow.engine.worker.native import extension
+from piflow.engine.worker.wire import NOT_JSON
 from piflow.errors import WorkflowError
 
-
-def _native_dukpy() -> ModuleType:
-    """dukpy's C extension alone, without running the `dukpy` package.
-
-    The package's `__init__` imports dukpy's npm installer (urllib, http.client, ssl): ~30 ms of
-    every worker's start, for nothing a worker uses. The extension initialises once per process
-    and is then left out of `sys.modules`, so a later `import dukpy` (a test process) still binds
-    `dukpy._dukpy` and shares its functions and error class.
-    """
-    package = importlib.util.find_spec("dukpy")  # finds the package without executing it
-    where = package.submodule_search_locations if package is not None else None
-    spec = importlib.machinery.PathFinder.find_spec("dukpy._dukpy", list(where or ()))
-    if spec is None or spec.loader is None:
-        raise ImportError("dukpy is not installed: the worker needs its QuickJS extension", name="dukpy._dukpy")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if "dukpy" not in sys.modules:
-        sys.modules.pop(spec.name, None)
-    return module
-
-
-_dukpy: Any = sys.modules.get("dukpy._dukpy") or _native_dukpy()
+_dukpy: Any = sys.modules.get("dukpy._dukpy") or extension("dukpy", "_dukpy")
+"""dukpy's QuickJS extension alone: the `dukpy` package's `__init__` imports its npm installer
+(urllib, http.client, ssl), ~30 ms of every worker's start for nothing a worker uses. A test
+process that imported `dukpy` shares its extension (functions and error class)."""
 
 _ENTRY: Final = "__pi_extensible_workflows_worker"
 SUBAGENTS_DIALECT: Final = "pi-subagents"
 """The dialect whose scripts get `runs`, `emit`, `console` and `state` (prelude.js's second section)."""
 _FILENAME: Final = "workflow.js"
-_PRELUDE: Final = files("piflow.engine.worker").joinpath("prelude.js").read_text(encoding="utf-8")
+# Read beside this module: `importlib.resources` (zipfile, tempfile, pathlib) would cost the worker's
+# start ~15 ms, and the worker runs from an unpacked package only.
+with open(os.path.join(os.path.dirname(__file__), "prelude.js"), encoding="utf-8") as _source:
+    _PRELUDE: Final = _source.read()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one evaluation produced: the protocol lines for the host (each newline-terminated), the
+    number of host calls still unanswered, and whether the script has finished (its `done` is in
+    `lines`)."""
+
+    lines: bytes
+    pending: int
+    finished: bool
 
 
 class ScriptRuntime:
@@ -62,7 +57,7 @@ class ScriptRuntime:
 
     def __init__(self, heap_limit: int) -> None:
         self._ctx = _dukpy.create_context()
-        self._request: dict[str, Any] | None = None
+        self._request: bytes | None = None
         self.evaluating = False
         self.progress = 0
         _set_heap_limit(self._ctx, heap_limit)
@@ -73,11 +68,12 @@ class ScriptRuntime:
         return name in (b"inbox", b"tick")
 
     def _call_python(self, name: bytes, arguments: bytes) -> bytes | None:
+        """`inbox` returns the request's JSON text, which QuickJS parses itself."""
         if name == b"tick":
             self.progress += 1
             return None
         request, self._request = self._request, None
-        return None if request is None else json.dumps(request).encode()
+        return request
 
     # -- the worker's steps -------------------------------------------------------------------
     def compile(self, body: str, dialect: str | None = None) -> None:
@@ -86,7 +82,7 @@ class ScriptRuntime:
         `dialect` "pi-subagents" compiles a sloppy-mode body with that dialect's instrumentation.
         """
         source = instrument_subagents(body) if dialect == SUBAGENTS_DIALECT else instrument(body)
-        self._request = {"op": "compile"}
+        self._request = b'{"op":"compile"}'
         try:
             self._eval(f"{_ENTRY}({source});")
         except _dukpy.JSRuntimeError as exc:
@@ -97,31 +93,38 @@ class ScriptRuntime:
     def launch(
         self, args: Any, functions: list[str], variables: dict[str, Any], dialect: str | None = None,
         workflow: dict[str, Any] | None = None,
-    ) -> list[str]:
+    ) -> Step:
         """Install args, extension functions and variables (or the dialect's globals, with a
         pi-subagents run's pragma fields `workflow`), then start the body."""
-        return self._step({"op": "launch", "args": args, "functions": functions, "variables": variables,
-                           "dialect": dialect, "workflow": workflow or {}})
+        request = {"op": "launch", "args": args, "functions": functions, "variables": variables,
+                   "dialect": dialect, "workflow": workflow or {}}
+        return self._step(json.dumps(request).encode())
 
-    def settle(self, results: list[Any]) -> list[str]:
-        """Resolve finished host calls, in the given order, in one evaluation."""
-        return self._step({"op": "settle", "results": results})
+    def settle(self, lines: list[bytes]) -> Step:
+        """Resolve finished host calls, in the given order, in one evaluation.
 
-    def _step(self, request: dict[str, Any]) -> list[str]:
+        `lines` are settle lines as the host sent them (`SETTLE_HEAD`...): QuickJS parses their JSON
+        once, so no value is decoded and encoded again in Python on its way to the script.
+        """
+        return self._step(b'{"op":"settle","batches":[' + b",".join(line.rstrip(b"\n") for line in lines) + b"]}")
+
+    def _step(self, request: bytes) -> Step:
         self._request = request
         try:
-            lines = self._eval(f"{_ENTRY}();")
+            report = self._eval(f"{_ENTRY}();")
         except _dukpy.JSRuntimeError:
             # dukpy reports a promise still rejected without a handler once the job queue has
             # drained. The script may attach one later (JavaScript allows it), so the step stands;
             # its messages are fetched separately. A broken context fails this second evaluation.
-            self._request = {"op": "flush"}
-            lines = self._eval(f"{_ENTRY}();")
+            self._request = b'{"op":"flush"}'
+            report = self._eval(f"{_ENTRY}();")
         finally:
             self._request = None
-        if not isinstance(lines, list):
+        if isinstance(report, dict) and report.get("malformed") is True:
+            raise WorkflowError("RPC_LIMIT_EXCEEDED", NOT_JSON)
+        if not isinstance(report, dict) or not isinstance(report.get("lines"), str):
             raise WorkflowError("INTERNAL_ERROR", "Workflow worker runtime returned no messages")
-        return lines
+        return Step(report["lines"].encode(), int(report["pending"]), report["finished"] is True)
 
     def _eval(self, code: str) -> Any:
         self.evaluating = True
@@ -143,8 +146,9 @@ _KNOWN_LAYOUT: Final = "0.6.0"
 def _installed_dukpy_is(version: str) -> bool:
     """Whether the dukpy installed beside its extension is `version` alone, from its dist-info name
     (`importlib.metadata` would cost ~30 ms of the worker's start to read the same)."""
-    installed = Path(_dukpy.__file__).parent.parent.glob("dukpy-*.dist-info")
-    return [path.name for path in installed] == [f"dukpy-{version}.dist-info"]
+    site = os.path.dirname(os.path.dirname(_dukpy.__file__))
+    installed = [name for name in os.listdir(site) if name.startswith("dukpy-") and name.endswith(".dist-info")]
+    return installed == [f"dukpy-{version}.dist-info"]
 
 
 def _set_heap_limit(capsule: object, limit: int) -> None:
