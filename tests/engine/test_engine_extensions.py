@@ -114,6 +114,25 @@ async def gate(value, ctx):
     return {"answers": [first, second]}
 
 
+async def watch(value, ctx):
+    """Waits for its run to stop; its own work (a thread here) stops when the abort signal fires."""
+    import pathlib
+    import threading
+    import time
+
+    signal, marker = ctx.run["signal"], pathlib.Path(value["marker"])
+
+    def report():
+        while not signal.aborted:
+            time.sleep(0.02)
+        marker.write_text(signal.reason.code)
+
+    marker.write_text("waiting")
+    threading.Thread(target=report, daemon=True).start()
+    await signal.wait()
+    return {}
+
+
 def function(run, description="A function", input=None):
     return {"description": description, "input": input or {"type": "object"}, "output": {"type": "object"},
             "run": run}
@@ -134,6 +153,7 @@ EXTENSION = {
         "shout": function(shout),
         "misuse": function(misuse, input={"type": "object", "additionalProperties": False}),
         "gate": function(gate),
+        "watch": function(watch),
     },
     "variables": {
         "team": {"description": "The team", "schema": {"type": "array"}, "resolve": lambda run: ["ada", "lin"]},
@@ -217,7 +237,8 @@ def test_registration_rules() -> None:
         reg.register(EXTENSION)
     assert err.value.code == "REGISTRY_FROZEN"
     catalog = reg.catalog()
-    assert [f["name"] for f in catalog["functions"]] == ["gate", "misuse", "review", "shout", "summarize"]
+    assert [f["name"] for f in catalog["functions"]] == ["gate", "misuse", "review", "shout", "summarize",
+                                                         "watch"]
     assert catalog["variables"][0]["headline"] == "Text tools"
 
 
@@ -341,22 +362,35 @@ async def test_a_functions_checkpoint_waits_for_an_answer_and_returns_a_boolean(
     assert outcome.result == {"answers": [True, False]}
 
 
-async def test_stopping_a_run_aborts_the_signal_extension_code_holds(project: Path, store: RunStore) -> None:
-    signals: list[Any] = []
+async def test_stopping_a_run_aborts_the_signal_extension_code_holds(ext_runs: Runs, project: Path) -> None:
+    """A function awaiting only its abort signal keeps its run busy; a stop still lands within seconds
+    (on Temporal it cancels the step running the script) and fires the signal."""
+    marker = project / "watch.txt"
+    run_id = await ext_runs.launch(f"return await watch({{marker: {json.dumps(str(marker))}}})")
+    await wait_for(marker.exists, timeout=30)
+    began = time.monotonic()
+    assert (await ext_runs.stop(run_id)).stopped
+    outcome = await ext_runs.finish(run_id, timeout=30)
+    assert (outcome.state, outcome.error) == ("stopped", None)
+    assert time.monotonic() - began < 10
+    await wait_for(lambda: marker.read_text() == "CANCELLED", timeout=5)
 
-    async def watch(value: dict[str, Any], ctx: FunctionContext) -> dict[str, Any]:
-        signals.append(ctx.run["signal"])
-        await ctx.run["signal"].wait()
-        return {}
 
-    async with Engine(store, extensions=extension(functions={"watch": function(watch)})) as engine:
-        run_id = await engine.launch(LaunchRequest(script="return await watch({})", cwd=str(project)))
-        await wait_for(lambda: signals)
-        assert not signals[0].aborted
-        engine.stop(run_id)
-        record = await finished(engine, run_id)
-    assert record.state == "stopped"
-    assert signals[0].aborted and signals[0].reason.code == "CANCELLED"
+async def test_a_run_busy_in_a_function_answers_and_pauses_within_seconds(ext_runs: Runs, project: Path) -> None:
+    """`piflow show` and `pause` do not wait for the script to block (on Temporal the workflow answers
+    while its step runs the script)."""
+    marker = project / "watch.txt"
+    run_id = await ext_runs.launch(f"return await watch({{marker: {json.dumps(str(marker))}}})")
+    await wait_for(marker.exists, timeout=30)
+    began = time.monotonic()
+    assert (await ext_runs.view(run_id)).state == "running"
+    assert time.monotonic() - began < 5
+    began = time.monotonic()
+    assert await ext_runs.pause(run_id) in ("pausing", "paused")
+    await ext_runs.until(run_id, lambda view: view.state == "paused", timeout=10)
+    assert time.monotonic() - began < 5
+    await ext_runs.stop(run_id)
+    assert (await ext_runs.finish(run_id, timeout=30)).state == "stopped"
 
 
 @pytest.mark.parametrize(("resolve", "message"), [

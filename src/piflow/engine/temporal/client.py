@@ -23,7 +23,6 @@ from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import load_environment
 from piflow.engine.lifecycle import (
     AGENT_SETTLED,
-    IRREVERSIBLE,
     AgentState,
     CheckpointState,
     DecisionState,
@@ -226,9 +225,18 @@ class TemporalRuns:
         """pause, resume or stop."""
         await self._handle(run_id).signal(CONTROL_SIGNAL, action)
 
+    async def _recorded_state(self, run_id: str) -> tuple[bool, RunState]:
+        """Whether the run's workflow is open, and the state it last recorded (its `PiflowState` search
+        attribute, as `runs` lists it): the cluster answers at once, where a query waits for the
+        workflow task (up to `wire.STEP_WAIT_SECONDS` while a step runs the script)."""
+        from temporalio.client import WorkflowExecutionStatus
+
+        description = await self._handle(run_id).describe()
+        return description.status == WorkflowExecutionStatus.RUNNING, self._summary(description).state
+
     async def pause(self, run_id: str) -> RunState:
         """Pause a running run: `pausing` while its running agents finish, then `paused` (spec F.1)."""
-        state = (await self.snapshot(run_id)).state
+        _, state = await self._recorded_state(run_id)
         if state != RunState.RUNNING:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot pause {state} run")
         await self.control(run_id, "pause")
@@ -239,12 +247,12 @@ class TemporalRuns:
         from temporalio.service import RPCError, RPCStatusCode
 
         try:
-            state = (await self.snapshot(run_id)).state
+            open_now, state = await self._recorded_state(run_id)
         except RPCError as exc:  # as the embedded engine answers a run that is not there
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
             return ControlOutcome("unknown", run_id=run_id, stopped=False, reason="unknown_run")
-        if state in IRREVERSIBLE:
+        if not open_now:
             return ControlOutcome(state, run_id=run_id, stopped=False, reason="already_terminal")
         await self.control(run_id, "stop")
         return ControlOutcome(RunState.STOPPED, run_id=run_id, stopped=True)

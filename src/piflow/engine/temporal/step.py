@@ -15,6 +15,7 @@ import dataclasses
 import json
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from piflow.engine.snapshot import resolution_context, script_body
 from piflow.engine.store import AgentRecord, RunRecord, RunStore, WorktreeRecord
 from piflow.engine.temporal.codec import check_agent_size
 from piflow.engine.temporal.wire import (
+    STEP_ORPHAN_SECONDS,
+    STEP_WAIT_SECONDS,
     AttemptOutcome,
     ConversationHead,
     JournalEntry,
@@ -49,6 +52,48 @@ QUIET_SECONDS = 0.15
 """How long the script must have asked nothing new before a step returns what it waits for."""
 _POLL_SECONDS = 0.02
 _extensions: ExtensionRegistry | None = None
+
+
+@dataclass
+class _Step:
+    """A step running on this worker, and when a step activity last waited for it."""
+
+    waited_at: float
+    task: asyncio.Task[StepResult] = field(init=False)
+
+    def abandoned(self) -> bool:
+        return asyncio.get_running_loop().time() - self.waited_at > STEP_ORPHAN_SECONDS
+
+
+_steps: dict[str, _Step] = {}
+
+
+async def wait_step(step: StepInput, wait: float = STEP_WAIT_SECONDS) -> StepResult:
+    """One step activity: start the step `step.step` unless it runs on this worker already, and return
+    its result, or a `busy` one after `wait` seconds (the step goes on; the workflow lets its workflow
+    task go and waits again). With `step.stop`, end the step: its script's worker is killed, and its
+    extension functions' abort signal fires."""
+    loop = asyncio.get_running_loop()
+    for key, other in list(_steps.items()):  # results nobody came back for (their workflow moved or ended)
+        if other.task.done() and other.abandoned():
+            del _steps[key]
+    running = _steps.get(step.step)
+    if step.stop:
+        if running is not None:
+            running.task.cancel()
+            await asyncio.wait({running.task})
+            _steps.pop(step.step, None)
+        return StepResult(finished=False)
+    if running is None or running.task.cancelled():  # a step given up as abandoned runs again
+        running = _steps[step.step] = _Step(loop.time())
+        running.task = loop.create_task(run_step(step, running.abandoned))
+    running.waited_at = loop.time()
+    done, _ = await asyncio.wait({running.task}, timeout=wait)
+    running.waited_at = loop.time()
+    if not done:
+        return StepResult(finished=False, busy=True)
+    _steps.pop(step.step, None)
+    return running.task.result()
 
 
 def request_to_json(request: AttemptRequest) -> dict[str, Any]:
@@ -168,8 +213,9 @@ def _seed(store: RunStore, step: StepInput) -> RunRecord:
     return stored
 
 
-async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None) -> StepResult:
-    """Execute the script from the top against `step.journal`; see the module docstring."""
+async def run_step(step: StepInput, abandoned: Callable[[], bool]) -> StepResult:
+    """Execute the script from the top against `step.journal`; see the module docstring. A step that
+    is `abandoned` stops as a cancelled one does."""
     start = step.start
     env = load_environment(start.cwd)
     with tempfile.TemporaryDirectory(prefix="piflow-step-") as scratch, \
@@ -197,7 +243,12 @@ async def run_step(step: StepInput, heartbeat: Callable[[], None] = lambda: None
                 return await run.execute()
 
         task = asyncio.ensure_future(drive())
-        runaway = not await _until_blocked(task, run, backend, store, heartbeat, start.step_limit)
+        try:
+            runaway = not await _until_blocked(task, run, backend, store, abandoned, start.step_limit)
+        except asyncio.CancelledError:  # the run stopped: kill the script's worker, abort its functions' signal
+            run.scope.cancel()
+            await asyncio.wait({task})
+            raise
         result = StepResult(finished=task.done() or runaway, phase=run.phase)
         run.flush()
         waiting_paths = {key.rsplit("@", 1)[0] for key in step.waiting}
@@ -306,7 +357,7 @@ def _agent_json(agent: AgentRecord) -> dict[str, Any]:
 
 
 async def _until_blocked(task: asyncio.Future[Any], run: ActiveRun, backend: _ParkingBackend, store: RunStore,
-                         heartbeat: Callable[[], None], limit: float) -> bool:
+                         abandoned: Callable[[], bool], limit: float) -> bool:
     """True when the script finished, or has waited on parked operations only for QUIET_SECONDS;
     False when it did neither within `limit` seconds (a runaway script)."""
     loop = asyncio.get_running_loop()
@@ -316,7 +367,8 @@ async def _until_blocked(task: asyncio.Future[Any], run: ActiveRun, backend: _Pa
         if loop.time() - began > limit:
             return False
         await asyncio.wait({task}, timeout=_POLL_SECONDS)
-        heartbeat()
+        if abandoned():
+            raise asyncio.CancelledError
         waiting = len(backend.parked) + len(run.waiting_checkpoints)
         seen = (waiting, store.last_event_seq(run.id), len(run.operations))
         if seen != last:

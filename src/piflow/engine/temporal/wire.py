@@ -28,12 +28,14 @@ BUDGET_UPDATE = "budget"
 PROJECT_ATTRIBUTE = "PiflowProject"
 SCRIPT_ATTRIBUTE = "PiflowScript"
 STATE_ATTRIBUTE = "PiflowState"
-HISTORY_LIMIT = 10_000
-"""History events after which a run's workflow continues as new, carrying its state (`RunStart.history_limit`)."""
+HISTORY_LIMIT = 4_000
+"""History events after which a run's workflow continues as new, carrying its state (`RunStart.history_limit`).
+A worker taking over a run replays its whole history within one workflow task (10 s timeout) at about
+1 ms an event on a loaded machine (a 3,200-event history took 2.6-3.6 s), so histories stay well short."""
 HISTORY_BYTES = 10 * 1024 * 1024
 """History size after which a run's workflow continues as new (`RunStart.history_bytes`): where Temporal
 starts warning, a fifth of the 50 MB at which it terminates a workflow. Big agent outputs fill a
-history long before 10,000 events do."""
+history long before 4,000 events do."""
 HISTORY_CEILING = 45_000
 """History events at which a run whose state is too big to continue as new fails with piflow's error
 (`RunStart.history_ceiling`), short of the 51,200 at which Temporal terminates its workflow."""
@@ -42,6 +44,14 @@ HISTORY_CEILING_BYTES = 45 * 1024 * 1024
 STEP_LIMIT = 300.0
 """Seconds a step may run the script without it waiting on anything (`RunStart.step_limit`): a runaway
 script then fails the run (WORKER_UNRESPONSIVE) instead of holding the workflow's step for good."""
+STEP_WAIT_SECONDS = 1.5
+"""How long one step activity waits for the script to block before it answers `busy`: the script goes
+on in its worker, and the workflow lets its workflow task go (a timer) before it waits again, so a
+busy step never holds up a stop, a pause or a query for longer. A local activity holds its workflow
+task; back to back they hold it until Temporal's workflow task heartbeat, ~8 s."""
+STEP_ORPHAN_SECONDS = 30.0
+"""A step no step activity waited on for this long is abandoned (its workflow ended, or moved to
+another worker, which runs the step again): it stops, killing its script's worker."""
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal's default blob size limit (`limit.blobSize.error`): the server refuses a bigger payload
 (an argument, a result, the state a run carries when it continues as new)."""
@@ -204,6 +214,10 @@ class StepInput:
     """The journaled conversation heads (each conversation's latest), for the turns still to run."""
     fixture_uses: dict[str, int] = field(default_factory=dict)
     """How many scheduled attempts each scripted fixture rule (by index) answers (`PendingAttempt.fixture_rule`)."""
+    step: str = ""
+    """The step's key: the step activities that wait for one step share it (`step.wait_step`)."""
+    stop: bool = False
+    """End the step instead of waiting for it: the run stopped."""
 
 
 @dataclass
@@ -225,6 +239,8 @@ class StepResult:
     """Conversation heads saved with the turns this step journaled."""
     setups: list[RecordedSetup] = field(default_factory=list)
     """The set-ups of replayed attempts whose outcome has none yet (`AttemptOutcome.setup`)."""
+    busy: bool = False
+    """The script neither blocked nor ended within STEP_WAIT_SECONDS: wait for the step again."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from temporalio.worker import Worker
 from piflow.engine.temporal.attempt import run_attempt
 from piflow.engine.temporal.codec import check_agent_size
 from piflow.engine.temporal.settings import TemporalSettings, connect, ensure_search_attributes
-from piflow.engine.temporal.step import run_step
+from piflow.engine.temporal.step import wait_step
 from piflow.engine.temporal.wire import (
     ATTEMPT_ACTIVITY,
     STEP_ACTIVITY,
@@ -25,7 +25,7 @@ from piflow.errors import WorkflowError
 
 @activity.defn(name=STEP_ACTIVITY)
 async def step(inp: StepInput) -> StepResult:
-    return await run_step(inp)
+    return await wait_step(inp)
 
 
 class Attempts:

@@ -5,13 +5,16 @@ script (a local activity, `step.py`) to learn what the script waits for, schedul
 agent attempt (id = the structural journal path and attempt number, at most `concurrency` at a
 time), holds checkpoints until the `respond` update answers them, and steps again when anything
 completed. Replaying this workflow replays recorded step results and activity outcomes, never an
-agent. Pause, resume and stop are the `control` signal; cancelling the workflow stops the run.
+agent. Pause, resume and stop are the `control` signal; cancelling the workflow stops the run. A
+step answers within STEP_WAIT_SECONDS whether or not the script blocked, so a busy script never
+keeps a signal or a query waiting; a stop ends it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -34,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         SNAPSHOT_QUERY,
         STATE_ATTRIBUTE,
         STEP_ACTIVITY,
+        STEP_WAIT_SECONDS,
         WORKFLOW_NAME,
         AgentDetails,
         AnsweredCheckpoint,
@@ -93,6 +97,7 @@ class RunWorkflow:
         """The history length at which the run's state was too big to carry: it goes on in this history."""
         self._fixture_uses: dict[str, int] = {}
         """Scheduled attempts per scripted fixture rule: `times` counts per run, on every worker."""
+        self._steps = 0
 
     @workflow.run
     async def run(self, start: RunStart) -> RunSnapshot:
@@ -143,16 +148,13 @@ class RunWorkflow:
                     return
                 self._uncarried_at = workflow.info().get_current_history_length()
             self._news = self._answered = 0  # completions and answers from now on are news to this step
-            step = await workflow.execute_local_activity(
-                STEP_ACTIVITY,
-                StepInput(start, list(self._journal.values()), self._open_outcomes(), self._journaled_usage(),
-                          self._budget_events,
-                          [f"{path}@{attempt}" for path, attempt in [*self._in_flight, *self._queued()]],
-                          list(self._conversations.values()), self._fixture_uses),
-                result_type=StepResult,
-                start_to_close_timeout=timedelta(seconds=start.step_limit + 60),  # the step stops at step_limit
-                retry_policy=RetryPolicy(maximum_attempts=3),
-            )
+            step = await self._step(StepInput(
+                start, list(self._journal.values()), self._open_outcomes(), self._journaled_usage(),
+                self._budget_events, [f"{path}@{attempt}" for path, attempt in [*self._in_flight, *self._queued()]],
+                list(self._conversations.values()), self._fixture_uses, step=self._step_key()))
+            if step is None:
+                self._stop_now()
+                return
             self._absorb(step)
             if step.finished:
                 if step.error is not None and step.error["code"] == "BUDGET_EXHAUSTED":
@@ -173,6 +175,31 @@ class RunWorkflow:
             # for an answer or a stop.
             await workflow.wait_condition(
                 lambda: self._stopping or self._answered > 0 or (self._news > 0 and not self._queue))
+
+    # -- steps ---------------------------------------------------------------------------------
+    async def _step(self, step: StepInput) -> StepResult | None:
+        """Run one step of the script (None: the run stopped meanwhile). Each step activity waits for
+        the step at most STEP_WAIT_SECONDS; between them a timer lets the workflow task go, so pause,
+        stop and queries are handled while a busy script runs. A stop ends the step on its worker."""
+        while True:
+            result = await self._step_activity(step)
+            if not result.busy:
+                return None if self._stopping else result
+            await asyncio.sleep(0.01)  # a timer: the workflow task completes, signals and queries get in
+            if self._stopping:
+                await self._step_activity(replace(step, stop=True))
+                return None
+
+    def _step_activity(self, step: StepInput) -> Awaitable[StepResult]:
+        return workflow.execute_local_activity(
+            STEP_ACTIVITY, step, result_type=StepResult,
+            start_to_close_timeout=timedelta(seconds=STEP_WAIT_SECONDS + 60),  # it answers within the wait
+            retry_policy=RetryPolicy(maximum_attempts=3))
+
+    def _step_key(self) -> str:
+        """Unique per step of this run: its step activities share it, replay computes the same."""
+        self._steps += 1
+        return f"{workflow.info().workflow_id}/{workflow.info().run_id}/{self._steps}"
 
     # -- what a step found ---------------------------------------------------------------------
     def _open_outcomes(self) -> list[AttemptOutcome]:
@@ -249,7 +276,7 @@ class RunWorkflow:
 
     # -- long runs -----------------------------------------------------------------------------
     def _history_full(self) -> bool:
-        """Continue as new past `RunStart.history_limit` events (10,000 by default) or `history_bytes`
+        """Continue as new past `RunStart.history_limit` events (4,000 by default) or `history_bytes`
         (10 MiB), or when the server suggests it: Temporal fails a workflow whose history passes
         51,200 events or 50 MB. A run whose state was too big to carry goes on in its history and
         tries again `history_limit` events later, or at the ceiling."""
