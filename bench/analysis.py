@@ -11,13 +11,18 @@ Bars: 1,000 lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 15
 
 Wall time on a shared machine is noisy; `--instructions` counts instructions instead (valgrind's
 callgrind, deterministic whatever the load): per operation, a raw parse, the document (parse and
-line index), the facts walk, the rules, and full `analyze` as a multiple of the parse.
+line index), the facts walk, the rules, full `analyze` (and as a multiple of the parse), the
+re-analysis after a one-character edit, and `preflight`. To compare
+two trees in wall time on a loaded machine, `--against DIR` (a copy of an older `src/`) measures
+both in alternating rounds (separate processes), so both see the same load.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import itertools
+import json
 import os
 import re
 import shutil
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import tree_sitter_javascript
@@ -108,13 +114,13 @@ def broken(text: str) -> str:
     return "\n".join(rows)
 
 
-def median_ms(action: Callable[[], object], runs: int) -> Timing:
+def samples_ms(action: Callable[[], object], runs: int) -> list[float]:
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
         action()
         samples.append((time.perf_counter() - start) * 1000)
-    return Timing(statistics.median(samples), min(samples))
+    return samples
 
 
 class Timing(NamedTuple):
@@ -124,12 +130,22 @@ class Timing(NamedTuple):
     median: float
     best: float
 
+    @classmethod
+    def of(cls, samples: list[float]) -> Timing:
+        return cls(statistics.median(samples), min(samples))
+
 
 def measure(text: str, runs: int, with_preflight: bool) -> dict[str, Timing]:
+    return {kind: Timing.of(samples) for kind, samples in sample(text, runs, with_preflight).items()}
+
+
+def sample(text: str, runs: int, with_preflight: bool) -> dict[str, list[float]]:
+    """The milliseconds of each run of each operation."""
     parser = Parser(Language(tree_sitter_javascript.language()))
     data = text.encode()
-    results = {"parse": median_ms(lambda: parser.parse(data), runs)}
-    results["full"] = median_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES), runs)
+    analyze_document(ScriptDocument(text), CAPABILITIES)  # (warm: imports, caches)
+    results = {"parse": samples_ms(lambda: parser.parse(data), runs)}
+    results["full"] = samples_ms(lambda: analyze_document(ScriptDocument(text), CAPABILITIES), runs)
     document = ScriptDocument(text)
     analyze_document(document, CAPABILITIES)
     middle = document.index.line_count // 2
@@ -145,11 +161,11 @@ def measure(text: str, runs: int, with_preflight: bool) -> dict[str, Timing]:
         toggle[0] = not toggle[0]
         analyze_document(document, CAPABILITIES)
 
-    results["incremental"] = median_ms(edit, runs)
+    results["incremental"] = samples_ms(edit, runs)
     if with_preflight:
         # A fresh text each run (a trailing comment), so the syntax verdict cache never answers.
         fresh = (f"{text}// run {n}\n" for n in itertools.count())
-        results["preflight"] = median_ms(lambda: preflight(next(fresh), CAPABILITIES), max(3, runs // 5))
+        results["preflight"] = samples_ms(lambda: preflight(next(fresh), CAPABILITIES), max(3, runs // 5))
     return results
 
 
@@ -167,7 +183,7 @@ def report(label: str, results: dict[str, Timing], lines: int) -> bool:
     failed = False
     parts = []
     for kind, value in results.items():
-        bar = BARS.get((lines, kind)) if label == "valid" else None
+        bar = BARS.get((lines, kind)) if label != "broken" else None
         verdict = "" if bar is None else (" ok" if value.median <= bar else f" OVER {bar:.0f} ms")
         failed = failed or (bar is not None and value.median > bar)
         parts.append(f"{kind} {value.median:7.2f} ({value.best:6.2f}) ms{verdict}")
@@ -177,24 +193,34 @@ def report(label: str, results: dict[str, Timing], lines: int) -> bool:
     return failed
 
 
-PHASES = ("none", "parse", "document", "facts", "full")
+PHASES = ("none", "parse", "document", "facts", "full", "incremental", "preflight")
 
 
 def run_phase(phase: str, lines: int, repeats: int) -> None:
-    """What `--instructions` counts: the set-up (script, imports, one warm-up analysis), then
-    `repeats` times the phase's operation; phase `none` is the set-up alone."""
+    """What `--instructions` counts: the set-up (script, imports, an analysed open document, one
+    preflight), then `repeats` times the phase's operation; phase `none` is the set-up alone."""
     text = script(lines)
     data = text.encode()
     parser = Parser(Language(tree_sitter_javascript.language()))
-    analyze_document(ScriptDocument(text), CAPABILITIES)
+    document = ScriptDocument(text)
+    analyze_document(document, CAPABILITIES)
+    preflight(f"{text}// warm-up\n", CAPABILITIES)
+    middle = document.index.line_count // 2
+    column = max(text.split("\n")[middle].find('"') + 1, 0)
     walk = detect_dialect(data, None).walk
-    for _ in range(repeats if phase != "none" else 0):
+    for repeat in range(repeats if phase != "none" else 0):
         if phase == "parse":
             parser.parse(data)
         elif phase == "document":
             ScriptDocument(text)
         elif phase == "facts":
             ScriptDocument(text).facts(walk)
+        elif phase == "incremental":  # type one character, then delete it (as `measure` does)
+            end = column + (repeat % 2)
+            document.apply_change(middle, column, middle, end, "" if repeat % 2 else "x")
+            analyze_document(document, CAPABILITIES)
+        elif phase == "preflight":
+            preflight(f"{text}// run {repeat}\n", CAPABILITIES)
         else:
             analyze_document(ScriptDocument(text), CAPABILITIES)
 
@@ -219,7 +245,27 @@ def instructions(lines: int, repeats: int) -> None:
         f"{lines:>5} lines  valid: parse {per['parse']:7.1f} M | document {per['document']:7.1f} M"
         f" | facts walk {per['facts'] - per['document']:7.1f} M | rules {per['full'] - per['facts']:7.1f} M"
         f" | full {per['full']:7.1f} M | full/parse {per['full'] / per['parse']:4.2f}x"
+        f" | incremental {per['incremental']:7.1f} M | preflight {per['preflight']:7.1f} M"
     )
+
+
+def against(baseline: Path, sizes: list[int], runs: int, with_preflight: bool) -> None:
+    """Both trees measured in alternating rounds of separate processes (`--samples`), so both see
+    the same load: one line per tree and size."""
+    compileall.compile_dir(baseline, quiet=1)  # (a copied tree's bytecode is stale)
+    trees = {"baseline": {**os.environ, "PYTHONPATH": str(baseline.resolve())}, "now": dict(os.environ)}
+    rounds = max(1, runs // 3)
+    for lines in sizes:
+        found: dict[str, dict[str, list[float]]] = {tree: {} for tree in trees}
+        for _ in range(rounds):
+            for tree, environment in trees.items():
+                command = [sys.executable, __file__, "--samples", "--sizes", str(lines), "--runs", str(runs // rounds)]
+                command += [] if with_preflight else ["--no-preflight"]
+                output = subprocess.run(command, capture_output=True, text=True, env=environment, check=True).stdout
+                for kind, values in json.loads(output).items():
+                    found[tree].setdefault(kind, []).extend(values)
+        for tree, results in found.items():
+            report(tree, {kind: Timing.of(values) for kind, values in results.items()}, lines)
 
 
 def main() -> int:
@@ -230,10 +276,18 @@ def main() -> int:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions with callgrind (--runs: repeats, e.g. 3)"
     )
+    parser.add_argument("--against", type=Path, metavar="DIR", help="a baseline tree to alternate with (its src/)")
     parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--samples", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase is not None:
         run_phase(args.phase, args.sizes[0], args.runs)
+        return 0
+    if args.samples:  # one round of `--against`: the valid script's samples, as JSON
+        print(json.dumps(sample(script(args.sizes[0]), args.runs, not args.no_preflight)))
+        return 0
+    if args.against is not None:
+        against(args.against, args.sizes, args.runs, not args.no_preflight)
         return 0
     if args.instructions:
         for lines in args.sizes:

@@ -223,11 +223,14 @@ CONTEXTS = [
 
 
 def full_walk_facts(text: str) -> list[str]:
-    """The facts of a walk with every check on every statement and every call argument walked."""
+    """The facts of a walk with every check on every statement, every call read by `calls.direct_call`
+    and every call argument walked."""
     with (
         patch.object(walker, "_markers", lambda data, start, end, possible=-1: -1),
         patch.object(walker.StatementWalker, "_inert", lambda self, expr: False),
         patch.object(walker, "_PLAIN_ARGUMENTS", re.compile(rb"(?!)")),  # no call's arguments are skipped
+        patch.object(walker, "_PLAIN_CALLEE", frozenset()),  # every call read by `calls.direct_call`
+        patch.object(walker, "_MEMBER", frozenset()),
     ):
         return walk_facts(text)
 

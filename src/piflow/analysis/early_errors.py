@@ -90,6 +90,7 @@ class EarlyErrors:
     _shared_scope_bodies: set[int]
     _exits: list[tuple[int, Callable[[], None]]]
     _depth: int
+    _has_error: bool
 
     def _begin_errors(self) -> None:
         self._syntax = []
@@ -396,12 +397,10 @@ class EarlyErrors:
         """Whether `await` is allowed here: top level (async wrapper) or an async function."""
         return not self._functions or self._functions[-1].is_async
 
-    def _parameters(self, node: Node, never_duplicates: bool) -> None:
-        params = node.child_by_field_id(F.PARAMETERS)
+    def _parameters(self, params: Node | None, never_duplicates: bool) -> None:
+        """Check a function's parameters (its `parameters` or `parameter` field) and bind them."""
         if params is None:
-            params = node.child_by_field_id(F.PARAMETER)
-            if params is None:
-                return
+            return
         if params.kind_id in K.FORMAL_PARAMETERS:
             items = named_items(params)
             if not items:
@@ -492,7 +491,13 @@ class EarlyErrors:
         for declarator in named_items(node):
             if declarator.kind_id not in K.DECLARATOR:
                 continue
-            name = declarator.child_by_field_id(F.NAME)
+            parts = () if self._has_error else declarator.children
+            if len(parts) == 3 or len(parts) == 1:  # `name = value` or `name` (no comment, no error)
+                name: Node | None = parts[0]
+                initialized = len(parts) == 3
+            else:
+                name = declarator.child_by_field_id(F.NAME)
+                initialized = declarator.child_by_field_id(F.VALUE) is not None
             if name is None:
                 continue
             for name_node in _pattern_names(name):
@@ -500,7 +505,7 @@ class EarlyErrors:
                 if bound == "let":
                     self._issue_at(name_node, "let is disallowed as a lexically bound name")
                 self._declare(name_node, "lexical", bound)
-            if declarator.child_by_field_id(F.VALUE) is None and not node.has_error and not _in_for_head(node):
+            if not initialized and not node.has_error and not _in_for_head(node):
                 kind = node.children[0].type if node.children else "let"
                 if name.kind_id not in K.IDENTIFIER:
                     self._issue(

@@ -361,10 +361,15 @@ def _object_members(data: bytes, node: Node, base: int, depth: int) -> tuple[Pro
     for child in node.named_children:
         kind = child.kind_id
         if kind in _PAIR:
-            key = child.child_by_field_id(_KEY)
-            if key is None:
-                continue
-            value = child.child_by_field_id(_VALUE)
+            parts = child.children  # (cheaper than asking for two fields)
+            if len(parts) == 3 and not child.has_error:  # `key: value`, no comment or error between
+                key = parts[0]
+                value: Node | None = parts[2]
+            else:
+                found = child.child_by_field_id(_KEY)
+                if found is None:
+                    continue
+                key, value = found, child.child_by_field_id(_VALUE)
             key_start = key.start_byte
             key_end = key.end_byte
             if key.kind_id in _PROPERTY_IDENTIFIER:  # the common `name: value`
@@ -397,17 +402,17 @@ def _object_members(data: bytes, node: Node, base: int, depth: int) -> tuple[Pro
                 PropertyExpr(start, end, name, start, end, False, True, IdentifierExpr("identifier", start, end, name))
             )
         elif kind in _METHOD:
-            key = child.child_by_field_id(_NAME)
-            if key is None:
+            method_name = child.child_by_field_id(_NAME)
+            if method_name is None:
                 continue
-            name, computed = property_key(data, key)
+            name, computed = property_key(data, method_name)
             append(
                 PropertyExpr(
                     start,
                     end,
                     name,
-                    key.start_byte - base,
-                    key.end_byte - base,
+                    method_name.start_byte - base,
+                    method_name.end_byte - base,
                     computed,
                     False,
                     Expr("function", start, end),

@@ -10,14 +10,20 @@ Speed (DESIGN section 11): the walk visits named nodes (tokens only under an err
 a table indexed by node kind. Visiting every node from Python costs about as much as the parse
 (py-tree-sitter makes an object of each), so the walk visits as few as it can; a tree-sitter query
 for the handled kinds costs as much as the walk. Checks that need a marker in the statement's text
-(`_markers`: an escape, `__proto__`, `**`...) are left out of the table when it is absent, and the
-arguments of a workflow call that convert to plain literals (`StatementWalker._inert`) are not
-walked again: neither can find anything there.
+(`_markers`: an escape, `__proto__`, `**`...) are left out of the table when it is absent (and a
+marker the whole text lacks is not searched for in each statement), and the arguments of a
+workflow call that convert to plain literals (`StatementWalker._inert`) are not walked again, nor
+is a call of another function whose arguments are only literals and names (`_PLAIN_ARGUMENTS`,
+`log("...")`): none can find anything there. Where a node's shape is certain (no error in the
+statement, no comment among its children), its parts are read from `children` rather than asked
+for by field (`child_by_field_id` costs several times more: py-tree-sitter parses its argument
+tuple and makes a node object; `children` is one list, kept by the node).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Final
@@ -65,6 +71,19 @@ _STRICT_RESERVED: Final = frozenset(
 _WATCHED: Final = _INTERNAL | frozenset(DIRECT_ONLY) | _STRICT_RESERVED | {"await"}
 _WATCHED_BYTES: Final = frozenset(name.encode() for name in _WATCHED)
 _PRIMITIVE_SET: Final = frozenset(PRIMITIVES)
+_PRIMITIVE_BYTES: Final = frozenset(name.encode() for name in PRIMITIVES)
+_PLAIN_CALLEE: Final = K.IDENTIFIER
+_MEMBER: Final = K.MEMBER
+_TEMPLATE: Final = K.TEMPLATE
+_ARGUMENTS_KIND: Final = K.ARGUMENTS
+_PLAIN_ARGUMENTS: Final = re.compile(
+    rb"\((?:[\s,:{}\[\]]|\"[^\"\\\n\r]*+\"|'[^'\\\n\r]*+'|(?!(?:%b)(?![\w$]))[A-Za-z_$][\w$]*+|[1-9][0-9]*+|0(?![0-9]))*+\)"
+    % b"|".join(sorted(name.encode() for name in _WATCHED | {"class", "function", "delete"}))
+)
+"""Arguments made only of punctuation, whitespace, escape-free strings, decimal integers and names
+(neither watched nor a keyword starting a class, function or `delete`), read token by token (no
+backtracking): walking them finds nothing, unless a `__proto__` key or an empty argument needs a
+check (`_markers`)."""
 _NAME_KINDS: Final = K.IDENTIFIER | K.SHORTHAND | K.SHORTHAND_PATTERN | K.PROPERTY_IDENTIFIER | K.LABEL
 
 # What a statement's text contains, for the checks that cannot fire without it (`_markers`).
@@ -81,30 +100,37 @@ _QUOTES: Final = frozenset(b"\"'")
 _DIGITS: Final = frozenset(b"0123456789")
 
 
-def _markers(data: bytes, start: int, end: int) -> int:
+_ALL_MARKERS: Final = 255
+
+
+def _markers(data: bytes, start: int, end: int, possible: int = _ALL_MARKERS) -> int:
     """The markers (above) found in `data[start:end]`: each is a necessary condition of a check.
 
     Searched with the whitespace removed, which can only add matches (`_HOLE` without comments is
-    `(,` or `,,` then).
+    `(,` or `,,` then). `possible`: the markers the whole text has (no other can be found).
     """
+    if not possible:
+        return 0
     tokens = data[start:end].translate(None, _WHITESPACE)
     find = tokens.find
     found = 0
-    if find(b"\\") >= 0:
+    if possible & _BACKSLASH and find(b"\\") >= 0:
         found |= _BACKSLASH
-    if find(b"__proto__") >= 0:
+    if possible & _PROTO and find(b"__proto__") >= 0:
         found |= _PROTO
-    if find(b"#") >= 0:
+    if possible & _HASH and find(b"#") >= 0:
         found |= _HASH
-    if find(b"**") >= 0:
+    if possible & _POWER and find(b"**") >= 0:
         found |= _POWER
-    if find(b"delete") >= 0:
+    if possible & _DELETE and find(b"delete") >= 0:
         found |= _DELETE
-    if find(b"...") >= 0:
+    if possible & _REST_MARK and find(b"...") >= 0:
         found |= _REST_MARK
-    if find(b"<!--") >= 0 or find(b"-->") >= 0:
+    if possible & _HTML_COMMENT_MARK and (find(b"<!--") >= 0 or find(b"-->") >= 0):
         found |= _HTML_COMMENT_MARK
-    if find(b",,") >= 0 or find(b"(,") >= 0 or (find(b"/*") >= 0 and HOLE.search(data, start, end)):
+    if possible & _HOLE_MARK and (
+        find(b",,") >= 0 or find(b"(,") >= 0 or (find(b"/*") >= 0 and HOLE.search(data, start, end))
+    ):
         found |= _HOLE_MARK
     return found
 
@@ -164,6 +190,7 @@ class StatementWalker(EarlyErrors):
         self._handlers: dict[int, Callable[[Node], bool]] = {}
         self._gated: list[tuple[frozenset[int], Callable[[Node], bool], int, bool]] = []
         self._tables: dict[int, _Table] = {}
+        self._possible: int | None = None  # the whole text's markers, once a statement is walked
         self._register()
 
     def _register(self) -> None:
@@ -239,7 +266,10 @@ class StatementWalker(EarlyErrors):
         self.base = statement.start_byte
         self._end = statement.end_byte
         self._has_error = statement.has_error
-        self._markers = markers = _markers(self.data, self.base, self._end)
+        possible = self._possible
+        if possible is None:  # (a statement's markers are among its text's: most texts have few)
+            possible = self._possible = _markers(self.data, 0, len(self.data))
+        self._markers = markers = _markers(self.data, self.base, self._end, possible)
         self._dispatch = self._table(markers)
         self._begin_errors()
         self._calls: list[CallFact] = []
@@ -253,7 +283,7 @@ class StatementWalker(EarlyErrors):
         self._structure: tuple[StructureScope, ...] = ()
         self._exits: list[tuple[int, Callable[[], None]]] = []
         self._depth = 0
-        self._walk(statement)
+        self._walk((statement,))
         dialect = () if self._dialect is None else self._dialect.finish(statement)
         return StatementFacts(
             tuple(sorted(self._calls, key=_START)),
@@ -267,8 +297,8 @@ class StatementWalker(EarlyErrors):
             dialect,
         )
 
-    def _walk(self, root: Node) -> None:
-        """Depth-first over `root`; handlers may defer an action to the node's exit.
+    def _walk(self, roots: Iterable[Node]) -> None:
+        """Depth-first over each of `roots` in turn; handlers may defer an action to a node's exit.
 
         A stack of child iterators over named children only: anonymous tokens (half the nodes)
         have no handler, except MISSING tokens, so the children of a node with an error are all
@@ -283,7 +313,7 @@ class StatementWalker(EarlyErrors):
         escapes = self._markers & _BACKSLASH
         watched = _WATCHED_BYTES
         data = self.data
-        stack: list[Iterator[Node]] = [iter((root,))]
+        stack: list[Iterator[Node]] = [iter(roots)]
         exit_depth = -1  # the depth of the innermost deferred action (-1: none)
         while stack:
             depth = len(stack) - 1
@@ -322,6 +352,28 @@ class StatementWalker(EarlyErrors):
     # -- workflow calls ----------------------------------------------------------------------------
 
     def _call(self, node: Node) -> bool:
+        parts = node.children
+        if len(parts) == 2 and not self._has_error:  # `callee(...)` or a tagged template, no comment:
+            callee_part, arguments_part = parts  # `calls.direct_call`'s answer without asking for fields
+            kind = callee_part.kind_id
+            if kind in _PLAIN_CALLEE:
+                raw = self.data[callee_part.start_byte : callee_part.end_byte]
+                if raw.find(b"\\") < 0:
+                    if arguments_part.kind_id not in _ARGUMENTS_KIND:  # a tagged template: no `?.` in its tag
+                        return True
+                    if raw in _PRIMITIVE_BYTES:
+                        self._primitive(node, node.start_byte, callee_part, arguments_part, raw.decode())
+                        return False
+                    if self._dialect is not None:
+                        self._dialect.call(node, node.start_byte, callee_part, arguments_part)
+                        return True
+                    return not (  # `log("...")`, `prompt("...", { area: "ui" })`: nothing to walk
+                        not self._markers & (_HOLE_MARK | _PROTO)
+                        and raw not in _WATCHED_BYTES
+                        and _PLAIN_ARGUMENTS.fullmatch(self.data, arguments_part.start_byte, arguments_part.end_byte)
+                    )
+            elif kind in _MEMBER and self._dialect is None and arguments_part.kind_id not in _TEMPLATE:
+                return True
         call = direct_call(node)
         if call is None:  # a tagged template
             arguments = node.child_by_field_id(F.ARGUMENTS)
@@ -387,18 +439,23 @@ class StatementWalker(EarlyErrors):
         # walked in a new structure scope (spec B.5). An argument whose conversion shows there is
         # nothing to find in it is not walked.
         skip_inert = not self._has_error and not self._markers & _HTML_COMMENT_MARK
-        outer_execution = self._execution
+        walked: list[Node] = []  # walked together (one `_walk`), up to the record
         for index, item in enumerate(items):
-            if item.is_error:
-                continue
             if index == record_index:
-                name = static_string(args[0]) if args else None
-                scope = StructureScope("parallel" if kind == "parallel" else "pipeline", name, None)
-                self._execution, self._structure = execution, (*outer, scope)
-                self._walk(item)
-                self._execution, self._structure = outer_execution, outer
-            elif not (skip_inert and self._inert(args[index])):
-                self._walk(item)
+                if walked:
+                    self._walk(walked)
+                    walked = []
+                if not item.is_error:
+                    name = static_string(args[0]) if args else None
+                    scope = StructureScope("parallel" if kind == "parallel" else "pipeline", name, None)
+                    outer_execution = self._execution
+                    self._execution, self._structure = execution, (*outer, scope)
+                    self._walk((item,))
+                    self._execution, self._structure = outer_execution, outer
+            elif not (skip_inert and self._inert(args[index])) and not item.is_error:
+                walked.append(item)
+        if walked:
+            self._walk(walked)
 
     def _inert(self, expr: Expr | None) -> bool:
         """Whether walking the source of a converted expression would record nothing.
@@ -494,7 +551,10 @@ class StatementWalker(EarlyErrors):
     def _function(self, node: Node) -> bool:
         kind = node.kind_id
         arrow = kind in K.ARROW
-        asynchronous, generator = function_flags(node)
+        if arrow and not self.data.startswith(b"async", node.start_byte):  # (an arrow begins at its first token)
+            asynchronous = generator = False
+        else:
+            asynchronous, generator = function_flags(node)
         if kind in K.FUNCTION_DECLARATION:
             name = node.child_by_field_id(F.NAME)
             if name is not None:
@@ -515,8 +575,16 @@ class StatementWalker(EarlyErrors):
             self._classes = saved_classes
 
         self._defer(leave)
-        self._parameters(node, arrow or kind in K.METHOD)
-        body = node.child_by_field_id(F.BODY)
+        parts = node.children if arrow and not self._has_error else ()
+        if len(parts) == 3:  # `parameters => body` (no `async`, no comment): no fields to ask for
+            parameters: Node | None = parts[0]
+            body: Node | None = parts[2]
+        else:
+            parameters = node.child_by_field_id(F.PARAMETERS)
+            if parameters is None:
+                parameters = node.child_by_field_id(F.PARAMETER)
+            body = node.child_by_field_id(F.BODY)
+        self._parameters(parameters, arrow or kind in K.METHOD)
         if body is not None and body.kind_id in K.STATEMENT_BLOCK:
             self._shared_scope_bodies.add(body.id)
         return True

@@ -196,15 +196,13 @@ def check_agent_options(ctx: RuleContext, call: Placed[CallFact]) -> Iterator[Fi
 
 
 def _role_conflict(ctx: RuleContext, call: Placed[CallFact], options: ObjectExpr) -> Iterator[Finding]:
-    if not any(isinstance(prop, PropertyExpr) and prop.key == "role" for prop in options.properties):
-        return
-    value = static_value(options)
-    if not isinstance(value, dict) or not isinstance(value.get("role"), str):
-        return
     conflicting = [
         prop for prop in options.properties if isinstance(prop, PropertyExpr) and prop.key in ROLE_CONFLICT_KEYS
     ]
-    if not conflicting:
+    if not conflicting or not any(isinstance(prop, PropertyExpr) and prop.key == "role" for prop in options.properties):
+        return
+    value = static_value(options)  # (the costly test last: most options have no conflicting key)
+    if not isinstance(value, dict) or not isinstance(value.get("role"), str):
         return
     role = effective_member(options, "role")
     related = [(call.at(role.start), call.at(role.end), "the role that sets model, thinking and tools")] if role else []
@@ -244,12 +242,12 @@ def _removal_spans(call: Placed[CallFact], options: ObjectExpr, removed: list[Pr
 
 
 def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: Expr, value: Any) -> Iterator[Finding]:
-    span = _node_range(call, node)
+    """Step 6's check of one option value (its span is computed only for a finding: most have none)."""
     if key == "label" and (not isinstance(value, str) or js_blank(value)):
-        yield ctx.finding("INVALID_METADATA", "agent label must be a non-empty string", *span)
+        yield ctx.finding("INVALID_METADATA", "agent label must be a non-empty string", *_node_range(call, node))
     elif key == "model":
         if not isinstance(value, str) or js_blank(value):
-            yield ctx.finding("INVALID_METADATA", "agent model must be a non-empty string", *span)
+            yield ctx.finding("INVALID_METADATA", "agent model must be a non-empty string", *_node_range(call, node))
         else:
             yield from _model_resolution(ctx, call, node, value)
     elif key == "thinking" and (not isinstance(value, str) or value not in THINKING_LEVELS):
@@ -257,19 +255,21 @@ def _option_findings(ctx: RuleContext, call: Placed[CallFact], key: str, node: E
         message = "agent thinking must be off, minimal, low, medium, high, xhigh, or max"
         if not ctx.preflight:  # the reference's message is fixed; the editor also names the value
             message += f" (got {_shown(value)})"
-        yield ctx.finding("INVALID_METADATA", message, *span, fixes=fixes)
+        yield ctx.finding("INVALID_METADATA", message, *_node_range(call, node), fixes=fixes)
     elif key == "tools" and (not isinstance(value, list) or not all(isinstance(tool, str) for tool in value)):
-        yield ctx.finding("INVALID_METADATA", "agent tools must be an array of strings", *span)
+        yield ctx.finding("INVALID_METADATA", "agent tools must be an array of strings", *_node_range(call, node))
     elif key == "role" and (not isinstance(value, str) or js_blank(value)):
-        yield ctx.finding("INVALID_METADATA", "agent role must be a non-empty string", *span)
+        yield ctx.finding("INVALID_METADATA", "agent role must be a non-empty string", *_node_range(call, node))
     elif key == "outputSchema":
         problem = schema_problem(value, "agent outputSchema")
         if problem is not None:
-            yield ctx.finding("INVALID_SCHEMA", problem, *span)
+            yield ctx.finding("INVALID_SCHEMA", problem, *_node_range(call, node))
     elif key == "retries" and not (is_js_integer(value) and value >= 0):
-        yield ctx.finding("INVALID_METADATA", "agent retries must be a non-negative integer", *span)
+        yield ctx.finding("INVALID_METADATA", "agent retries must be a non-negative integer", *_node_range(call, node))
     elif key == "timeoutMs" and not (value is None or (is_js_integer(value) and value >= 1)):
-        yield ctx.finding("INVALID_METADATA", "agent timeoutMs must be null or a positive integer", *span)
+        yield ctx.finding(
+            "INVALID_METADATA", "agent timeoutMs must be null or a positive integer", *_node_range(call, node)
+        )
 
 
 def _shown(value: Any, limit: int = 40) -> str:
@@ -404,6 +404,26 @@ def agent_calls(calls: Iterable[Placed[CallFact]]) -> Iterator[Placed[CallFact]]
     return (call for call in calls if call.fact.kind in ("agent", "conversation"))
 
 
+AgentOptions = list[tuple[Placed[CallFact], dict[str, PropertyExpr]]]
+
+
+def _agent_options(ctx: RuleContext) -> AgentOptions:
+    """The agent calls with their effective option members (`effective_property` of each key), found
+    once for the rules of steps 10-12 and the role policy."""
+    found: AgentOptions | None = ctx.shared.get("agent options")
+    if found is None:
+        found = [
+            (call, effective_members(call.fact.arg(1), AGENT_OPTION_KEYS)) for call in agent_calls(ctx.facts.calls)
+        ]
+        ctx.shared["agent options"] = found
+    return found
+
+
+def _option(members: dict[str, PropertyExpr], key: str) -> Expr | None:
+    member = members.get(key)
+    return None if member is None else member.value
+
+
 def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
     """Step 10: every statically named model must be available (unless the caller skips this).
 
@@ -413,8 +433,8 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
     caps = ctx.capabilities
     if caps.skip_model_availability:
         return
-    for call in agent_calls(ctx.facts.calls):
-        node = effective_property(call.fact.arg(1), "model")
+    for call, members in _agent_options(ctx):
+        node = _option(members, "model")
         requested = literal_string(node)
         if node is None or requested is None:
             continue
@@ -457,7 +477,10 @@ def _credentials_message(model: str, variable: str, *, blocking: bool) -> str:
 
 
 def referenced_tools(call: Placed[CallFact]) -> Iterator[LiteralExpr]:
-    tools = effective_property(call.fact.arg(1), "tools")
+    return _tool_literals(effective_property(call.fact.arg(1), "tools"))
+
+
+def _tool_literals(tools: Expr | None) -> Iterator[LiteralExpr]:
     if isinstance(tools, ArrayExpr):
         for element in tools.elements:
             if isinstance(element, LiteralExpr) and element.kind == "string":
@@ -467,8 +490,8 @@ def referenced_tools(call: Placed[CallFact]) -> Iterator[LiteralExpr]:
 def check_tools(ctx: RuleContext) -> Iterator[Finding]:
     """Step 11. Quirk kept for preflight: when the first missing tool is `""`, nothing is reported."""
     available = ctx.capabilities.tools
-    for call in agent_calls(ctx.facts.calls):
-        for element in referenced_tools(call):
+    for call, members in _agent_options(ctx):
+        for element in _tool_literals(_option(members, "tools")):
             tool = element.value
             if tool in available:
                 continue
@@ -488,8 +511,8 @@ def check_tools(ctx: RuleContext) -> Iterator[Finding]:
 def check_roles(ctx: RuleContext) -> Iterator[Finding]:
     """Step 12."""
     available = ctx.capabilities.agent_types
-    for call in agent_calls(ctx.facts.calls):
-        node = effective_property(call.fact.arg(1), "role")
+    for call, members in _agent_options(ctx):
+        node = _option(members, "role")
         role = literal_string(node)
         if node is None or role is None or role in available or js_blank(role):
             continue  # a blank role is already an invalid option (step 6)
@@ -510,8 +533,8 @@ def check_role_policy(ctx: RuleContext) -> Iterator[Finding]:
     """
     caps = ctx.capabilities
     reported: set[str] = set()
-    for call in agent_calls(ctx.facts.calls):
-        node = effective_property(call.fact.arg(1), "role")
+    for call, members in _agent_options(ctx):
+        node = _option(members, "role")
         role = literal_string(node)
         if role is not None:
             names = [role] if role in caps.roles else []
