@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from piflow.analysis.calls import INTERNAL_NAMES, PRIMITIVES
+from piflow.analysis.dialects import EXTENSIBLE
 from piflow.analysis.expressions import (
     UNKNOWN,
     ArrayExpr,
@@ -42,7 +43,7 @@ from piflow.analysis.walker import WalkConfig
 from piflow.config.model_refs import THINKING_LEVELS, ModelRef, resolve_model_reference, unknown_alias_error
 from piflow.errors import WorkflowError
 
-NAME: Final = "pi-extensible-workflows"
+NAME: Final = EXTENSIBLE
 AGENT_OPTION_KEYS: Final = (
     "label",
     "model",

@@ -37,6 +37,7 @@ from typing import Any, Final
 from tree_sitter import Query, QueryCursor
 
 from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.dialects import SUBAGENTS
 from piflow.analysis.dialects.subagents_children import (
     check_agents,
     check_all_shape,
@@ -74,7 +75,7 @@ from piflow.analysis.syntax import LANGUAGE
 from piflow.analysis.syntax_check import syntax_problems
 from piflow.analysis.walker import WalkConfig
 
-NAME: Final = "pi-subagents"
+NAME: Final = SUBAGENTS
 NESTED_ASYNC: Final = (
     "workflowScript does not support nested async functions. Use top-level await, plain helper functions "
     "that return runs.run(...), or explicit Promise chains."
