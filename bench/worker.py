@@ -1,7 +1,7 @@
 """Worker throughput and start-up: a `parallel` fan-out of N agents answered at once by an in-process host.
 
-Measures the worker alone (spawn, instrumentation, QuickJS, the JSON-lines pipe and batched
-settling), without scheduler, journal or store. Prints first the worker's start: its ready time
+Measures the worker alone (spawn, the instrumentation the host does for it, QuickJS, the JSON-lines
+pipe and batched settling), without scheduler, journal or store. Prints first the worker's start: its ready time
 (spawn to the first call of a one-agent script, the median of `--ready` runs) with the worker's CPU
 time, and the CPU time of its start alone (Python, imports, prelude; the least of as many runs;
 `python -X importtime -m piflow.engine.worker </dev/null` names the imports); then, per N, the

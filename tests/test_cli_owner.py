@@ -26,14 +26,15 @@ return draft;
 # Each spawn of a worker records which of these the process had imported at that moment.
 SPAWN_PROBE = """
 import json, sys
-from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker import command
 HEAVY = ("piflow.cli_runs", "piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views",
-         "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability")
-spawn, spawned = WorkerProcess.spawn, []
-async def recording(self):
+         "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability",
+         "anyio", "piflow.engine.worker.protocol", "piflow.engine.worker.client")
+start, spawned = command.start_worker, []
+def recording(**options):
     spawned.append([name for name in HEAVY if name in sys.modules])
-    await spawn(self)
-WorkerProcess.spawn = recording
+    return start(**options)
+command.start_worker = recording
 from piflow.cli import main
 code = main({argv!r})
 sys.stdout.flush()

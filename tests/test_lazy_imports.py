@@ -82,7 +82,8 @@ WORKER_IMPORTS = "import piflow.engine.worker.__main__, piflow.engine.worker.run
 
 
 def test_the_worker_imports_neither_config_nor_the_dialects_nor_pydantic() -> None:
-    heavy = ["piflow.config", "piflow.analysis.dialects", "piflow.analysis.analyze", "pydantic", "jsonschema", "anyio"]
+    heavy = ["piflow.config", "piflow.analysis.dialects", "piflow.analysis.analyze", "pydantic", "jsonschema", "anyio",
+             "tree_sitter", "piflow.engine.worker.instrument"]  # the host instruments the script
     assert loaded(WORKER_IMPORTS, heavy) == []
 
 
@@ -156,6 +157,15 @@ def test_running_a_workflow_script_loads_nothing_of_pi_subagents_or_the_pi_backe
     assert loaded(code, other, tmp_path) == []
 
 
+def test_a_launchs_exact_syntax_check_loads_quickjs_without_the_dukpy_package(tmp_path: Path) -> None:
+    """dukpy's package imports its npm installer (urllib, http.client): a launch compiles natively with
+    the bare extension (`piflow.native`)."""
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
+    probe = ["piflow.analysis.engine_check", "dukpy", "urllib.request", "http.client"]
+    assert loaded(code, probe, tmp_path) == ["piflow.analysis.engine_check"]
+
+
 def test_a_run_without_installed_extensions_reads_no_package_metadata(tmp_path: Path) -> None:
     (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
     code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
@@ -187,7 +197,9 @@ def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(
              "importlib.metadata",
              # nor what only other commands, backends or dialects read (issue 15: a resume's start-up)
              "piflow.analysis.script_file", "piflow.analysis.launch", "piflow.config.agent_definitions",
-             "piflow.config.pi_tools", "piflow.engine.subagents.views", "piflow.cli_check", "pydantic"]
+             "piflow.config.pi_tools", "piflow.engine.subagents.views", "piflow.cli_check", "pydantic",
+             # the launch snapshot's instrumented source is handed to the worker as it is
+             "tree_sitter", "piflow.engine.worker.instrument"]
     assert loaded(code, heavy, tmp_path) == []
 
 

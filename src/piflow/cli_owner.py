@@ -1,10 +1,11 @@
 """`piflow run` and `piflow resume`: the arguments' checks, then the run's owner (this process, or a
 detached one it starts).
 
-An owner spawns its run's worker before it imports the engine (`engine/owner.py`), so the worker's
-interpreter, imports and compile overlap the owner's own start-up. This module therefore imports
-only what comes before the spawn: the checks, the executor's choice and the store's location. The
-engine and the rest of the run commands (`cli_runs`) are imported once the worker is starting.
+An owner starts its run's worker before it has an event loop or imports the engine
+(`engine/owner.py`), so the worker's interpreter, imports and compile overlap the owner's own
+start-up. This module therefore imports only what comes before the spawn: the checks, the
+executor's choice and the store's location. anyio, the engine and the rest of the run commands
+(`cli_runs`) are imported once the worker is starting.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from piflow.cli_errors import UsageError
 from piflow.engine.environment import project_root, store_path
-from piflow.engine.owner import EarlyWorker, lower_own_priority, spawn_worker, start_owner
-from piflow.engine.worker.boundary import TOO_DEEP, value_problem
+from piflow.engine.owner import EarlyWorker, lower_own_priority, start_owner
 from piflow.errors import WorkflowError
 from piflow.executors import add_executor_option, executor_for
 
@@ -31,6 +29,8 @@ def json_arg(text: str | None, what: str) -> Any:
     refused here, before any run exists."""
     if text is None:
         return None
+    from piflow.engine.worker.boundary import TOO_DEEP, value_problem
+
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -104,31 +104,33 @@ def start(args: argparse.Namespace, action: str) -> int:
     if getattr(args, "detach", False) and not args.owner_process:
         return _detach([arg for arg in args.argv if arg != "--detach"])
     if args.owner_process:
-        lower_own_priority()
+        lower_own_priority()  # first: the worker inherits it
+    # Own the run: start its worker first (a launch always needs one, a resume of a stored run most
+    # likely), then import anyio and the engine while it starts, and launch or resume.
+    store = store_path(script_project(args))
+    spawn = action == "run" or (action == "resume" and store.exists())  # a budget answer may run nothing
+    args.early_worker = EarlyWorker(store) if spawn else None
+    try:
+        import anyio
+
         try:
             return int(anyio.run(_own, action, args))
         except (WorkflowError, UsageError) as exc:
+            if not args.owner_process:
+                raise
             error = exc.to_json() if isinstance(exc, WorkflowError) else {"message": str(exc)}
             sys.stdout.write(json.dumps({"error": error}) + "\n")
             sys.stdout.flush()
             return 2
-    return int(anyio.run(_own, action, args))
+    finally:
+        if args.early_worker is not None:
+            args.early_worker.discard()
 
 
 async def _own(action: str, args: argparse.Namespace) -> int:
-    """Own the run: spawn its worker first (a launch always needs one, a resume of a stored run
-    most likely), import the engine while it starts, then launch or resume."""
-    store = store_path(script_project(args))
-    spawn = action == "run" or (action == "resume" and store.exists())  # a budget answer may run nothing
-    early = EarlyWorker(await spawn_worker(store)) if spawn else None
-    try:
-        from piflow import cli_runs
+    from piflow import cli_runs
 
-        args.early_worker = early
-        return await cli_runs.owning(cli_runs.OWNER_ACTIONS[action], args)
-    finally:
-        if early is not None:
-            await early.discard()
+    return await cli_runs.owning(cli_runs.OWNER_ACTIONS[action], args)
 
 
 def register(commands: Any) -> None:

@@ -14,8 +14,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
-import anyio
-
 from piflow.config.project import load_project_config
 from piflow.errors import WorkflowError
 
@@ -62,6 +60,7 @@ class TemporalExecutor:
         return TemporalRuns(self.settings, self.cwd)
 
     def run(self, request: LaunchRequest, args: argparse.Namespace) -> int:
+        import anyio  # (not at the top: `piflow run` starts its worker before it loads anyio)
         return _exit_now(int(anyio.run(self._run, request, args)))
 
     async def _run(self, request: LaunchRequest, args: argparse.Namespace) -> int:
@@ -77,6 +76,8 @@ class TemporalExecutor:
 
     async def _follow(self, runs: TemporalRuns, run_id: str, *, quiet: bool, answers: dict[str, bool]) -> Any:
         """Print each agent's and checkpoint's changes until the run ends; answer `--answer`ed checkpoints."""
+        import anyio
+
         from piflow.engine.lifecycle import ENDED
 
         shown: dict[str, str] = {}
@@ -99,6 +100,7 @@ class TemporalExecutor:
             await anyio.sleep(_FOLLOW_SECONDS)
 
     def runs(self, args: argparse.Namespace) -> int:
+        import anyio  # (not at the top: `piflow run` starts its worker before it loads anyio)
         return _exit_now(int(anyio.run(self._list, args)))
 
     async def _list(self, args: argparse.Namespace) -> int:
@@ -117,6 +119,7 @@ class TemporalExecutor:
         return 0
 
     def show(self, args: argparse.Namespace) -> int:
+        import anyio  # (not at the top: `piflow run` starts its worker before it loads anyio)
         return _exit_now(int(anyio.run(self._show, args)))
 
     async def _show(self, args: argparse.Namespace) -> int:
@@ -129,6 +132,7 @@ class TemporalExecutor:
         return 0
 
     def control(self, args: argparse.Namespace, action: str) -> int:
+        import anyio  # (not at the top: `piflow run` starts its worker before it loads anyio)
         return _exit_now(int(anyio.run(self._control, args, action)))
 
     async def _control(self, args: argparse.Namespace, action: str) -> int:
@@ -153,6 +157,7 @@ class TemporalExecutor:
 
     def budget(self, args: argparse.Namespace) -> int:
         """`piflow budget approve|reject RUN PROPOSAL`: an approved budget lets the run go on on the workers."""
+        import anyio  # (not at the top: `piflow run` starts its worker before it loads anyio)
         return _exit_now(int(anyio.run(self._budget, args)))
 
     async def _budget(self, args: argparse.Namespace) -> int:

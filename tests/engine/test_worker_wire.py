@@ -14,7 +14,9 @@ import pytest
 from test_worker_host import Host
 from test_worker_process import fake_python
 
-from piflow.engine.worker.client import WorkerProcess, worker_environment
+from piflow.engine.worker.client import WorkerProcess
+from piflow.engine.worker.command import worker_environment
+from piflow.engine.worker.instrument import instrumented
 from piflow.engine.worker.protocol import Settled
 from piflow.errors import WorkflowError
 
@@ -57,7 +59,8 @@ def _drive(body: str, answer: bytes, calls: int = 1) -> dict[str, Any]:
     )
     assert worker.stdin is not None and worker.stdout is not None
     try:
-        worker.stdin.write(b"%s\n%s\n" % (json.dumps({"t": "compile", "body": body}).encode(), b'{"t":"start"}'))
+        compile_line = json.dumps({"t": "compile", "source": instrumented(body)}).encode()
+        worker.stdin.write(b"%s\n%s\n" % (compile_line, b'{"t":"start"}'))
         worker.stdin.flush()
         seen = 0
         while True:

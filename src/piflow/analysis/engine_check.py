@@ -8,16 +8,21 @@ where the two engines agree on what is an error (regular expressions). acorn wit
 ~150 ms per thousand lines, so `syntax_check` asks it only when a native strict compile
 (`strict_compiles`, a few ms) cannot vouch for the text; the server runs this on open and save.
 
-One interpreter per thread (QuickJS contexts are not thread-safe), created on first use.
+One interpreter per thread (QuickJS contexts are not thread-safe), created on first use: a bare
+QuickJS context of dukpy's extension (`piflow.native`), without the `dukpy` package, whose import
+(its npm installer: urllib, http.client) and Node-like shims a check never uses.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
+
+from piflow.native import quickjs
 
 _STACK_LIMIT_MESSAGE: Final = "Not enough stack space"
 _POSITION_SUFFIX: Final = re.compile(r" \(\d+:\d+\)$")
@@ -77,13 +82,31 @@ class CompileError:
     line: int | None
 
 
+class _QuickJS:
+    """A QuickJS context: `evaljs` evaluates a script with its keyword arguments as the `dukpy` global
+    (JSON), as `dukpy.JSInterpreter.evaljs` does, and returns its JSON result; it exports no Python
+    function to the script."""
+
+    def __init__(self) -> None:
+        self._ctx = quickjs().create_context()  # the name dukpy's native layer reads
+
+    def evaljs(self, code: str, **values: Any) -> Any:
+        raw = quickjs().eval_string(self, code.encode(), json.dumps(values).encode(), False, "<dukpy>")
+        return None if raw is None else json.loads(raw)
+
+    # dukpy's native layer asks these of its host object
+    def _check_exported_function_exists(self, name: bytes) -> bool:
+        return False
+
+    def _call_python(self, name: bytes, arguments: bytes) -> None:
+        return None
+
+
 class JavaScriptChecker:
     """QuickJS, with acorn loaded on its first use."""
 
     def __init__(self) -> None:
-        import dukpy  # here, not at the top: dukpy imports its npm installer (urllib, http.client, ssl)
-
-        self._interpreter = dukpy.JSInterpreter()
+        self._interpreter = _QuickJS()
         self._acorn_loaded = False
 
     def _load_acorn(self) -> None:
@@ -127,11 +150,9 @@ class JavaScriptChecker:
         Only call this for a body acorn accepted: its statements are then complete, so the
         wrapper cannot be closed early and nothing runs.
         """
-        import dukpy  # loaded by __init__: a dictionary lookup
-
         try:
             self._interpreter.evaljs(_BODY_WRAPPER % body)
-        except dukpy.JSRuntimeError as error:
+        except quickjs().JSRuntimeError as error:
             text = str(error)
             first = text.split("\n", 1)[0]
             message = first.removeprefix("SyntaxError: ")
@@ -148,11 +169,9 @@ class JavaScriptChecker:
         Only call this for a text tree-sitter parses without an error, for the reason
         `compile_error` gives; `syntax_check` decides when its verdict may stand for acorn's.
         """
-        import dukpy
-
         try:
             self._interpreter.evaljs(_STRICT_WRAPPER % source)
-        except dukpy.JSRuntimeError:
+        except quickjs().JSRuntimeError:
             return False
         return True
 

@@ -163,6 +163,10 @@ class Engine:
             env = await _with_current_pi_tools(env)
         snapshot = build_snapshot(request, env, name=name, budget=budget, concurrency=concurrency,
                                   backend=backend_name)
+        # The worker compiles while the run is being created; the snapshot keeps what it compiles.
+        await worker.compile(script_body(snapshot["script"]), snapshot.get("dialect"))
+        if worker.instrumentation is not None:
+            snapshot["instrumented"] = worker.instrumentation.to_json()
         backend = create_backend(backend_name, request.fixtures or env.fixtures, env, self._transcripts,
                                  self.extensions.agent_tools())
         now = time.time()
@@ -373,7 +377,7 @@ class Engine:
             snapshot = self.store.snapshot(record.id)
             body = script_body(snapshot["script"]) if isinstance(snapshot.get("script"), str) else None
             if body is not None:  # (a snapshot without its script is refused by the checks below)
-                await worker.compile(body, snapshot.get("dialect"))
+                await worker.compile(body, snapshot.get("dialect"), snapshot.get("instrumented"))
             # Variables resolve again for each execution (L.4); a failing one fails the resume, not the run.
             variables = await launch_variables(self.extensions, record.cwd, record.id, record.workflow_name,
                                                snapshot.get("args"))
@@ -395,6 +399,8 @@ class Engine:
         """Re-check the launch snapshot (spec F.3) while the worker compiles its script, then run it again
         from the top."""
         snapshot, warning = check_cold_resume(snapshot, env)
+        if worker.instrumentation is not None:  # made now if the snapshot had none for this piflow
+            snapshot["instrumented"] = worker.instrumentation.to_json()
         self.store.replace_snapshot(record.id, snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
         control.cancel_abandoned_agents(self.store, record)

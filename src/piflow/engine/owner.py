@@ -1,9 +1,10 @@
 """Owner processes: every run is executed by one process of its own, started the same way whoever
 asks (`piflow run --detach`, the language server's ▶ Run, ↻ Resume and budget approvals).
 
-An owner spawns its run's worker first (`spawn_worker`), before it imports the engine: the
-worker's interpreter, imports and compile then overlap the owner's own start-up. This module
-stays light for that reason (the worker client is its only piflow import, made when spawning).
+An owner starts its run's worker first (`EarlyWorker`, a plain child process, before the owner
+has an event loop or imports the engine): the worker's interpreter, imports and compile then
+overlap the owner's own start-up. This module stays light for that reason (its piflow imports, the
+worker's command and client, are made when needed).
 """
 
 from __future__ import annotations
@@ -79,13 +80,18 @@ def lower_own_priority() -> None:
             os.nice(int(value))
 
 
+def _provisional_log(store_location: Path) -> Path:
+    """Where a worker spawned before its run has an id logs: beside the runs, moved to the run's
+    directory once the run exists (`WorkerProcess.move_log`)."""
+    return store_location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log"
+
+
 async def spawn_worker(store_location: Path) -> WorkerProcess:
     """The worker of a run about to start or resume in the store at `store_location`, spawned now so
-    that its start-up overlaps the host's (imports, validation, snapshot, store writes). Its stderr
-    goes to a provisional log beside the runs, moved to the run's directory once the run exists."""
+    that its start-up overlaps the host's (imports, validation, snapshot, store writes)."""
     from piflow.engine.worker.client import WorkerProcess
 
-    worker = WorkerProcess(log=store_location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log")
+    worker = WorkerProcess(log=_provisional_log(store_location))
     await worker.spawn()
     return worker
 
@@ -102,17 +108,36 @@ async def discard_worker(worker: WorkerProcess) -> None:
 
 
 class EarlyWorker:
-    """A worker an owner process spawned before its engine existed: the first launch or resume takes
-    it (`take`); whoever spawned it discards it at the end if nothing did."""
+    """A worker an owner process started before it had an event loop or an engine (a plain child
+    process, started before anyio, the worker's protocol types and the first event loop are even
+    imported); the first launch or resume takes it (`take`, as a `WorkerProcess`), and the owner
+    discards it at the end if nothing did."""
 
-    def __init__(self, worker: WorkerProcess) -> None:
-        self._worker: WorkerProcess | None = worker
+    def __init__(self, store_location: Path) -> None:
+        from piflow.engine.worker.command import start_worker
+
+        self._log = _provisional_log(store_location)
+        self._child: subprocess.Popen[bytes] | None = start_worker(log=self._log)
 
     def take(self) -> WorkerProcess | None:
-        worker, self._worker = self._worker, None
+        child, self._child = self._child, None
+        if child is None:
+            return None
+        from piflow.engine.worker.client import WorkerProcess
+
+        worker = WorkerProcess(log=self._log)
+        worker.adopt(child)
         return worker
 
-    async def discard(self) -> None:
-        worker = self.take()
-        if worker is not None:
-            await discard_worker(worker)
+    def discard(self) -> None:
+        """Kill the worker unless a run took it, and remove its provisional log."""
+        child, self._child = self._child, None
+        if child is None:
+            return
+        child.kill()
+        child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self._log.unlink(missing_ok=True)

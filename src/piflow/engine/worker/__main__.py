@@ -141,23 +141,19 @@ class _HostGone(Exception):
 
 def _run(channel: _Channel, heartbeat: _Heartbeat, heap_limit: int) -> None:
     """Execute the script up to and including its `done` message."""
-    # Imported once stdin is being read (a host sending the body early does not wait for these
+    # Imported once stdin is being read (a host sending the script early does not wait for these
     # imports); made before the script arrives, so an early-spawned worker has its context ready.
-    # The grammar's package would import importlib.resources (pathlib, tempfile, zipfile) for query
-    # files the worker never reads, ~18 ms: in this process, its extension stands for the package.
-    from piflow.engine.worker.native import extension
-
-    sys.modules.setdefault("tree_sitter_javascript", extension("tree_sitter_javascript", "_binding"))
     from piflow.engine.worker.runtime import ScriptRuntime
 
     runtime = ScriptRuntime(heap_limit)
     heartbeat.runtime = runtime
-    # The body comes first, alone: the worker compiles it while the host still validates the run.
+    # The script comes first, alone, instrumented by the host (the worker never loads the grammar):
+    # the worker compiles it while the host still prepares the run.
     script = channel.receive()
-    if script.get("t") != "compile" or not isinstance(script.get("body"), str):
+    if script.get("t") != "compile" or not isinstance(script.get("source"), str):
         raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")
     dialect = script.get("dialect") if isinstance(script.get("dialect"), str) else None
-    runtime.compile(script["body"], dialect)
+    runtime.compile(script["source"])
     start = channel.receive()
     if start.get("t") != "start":
         raise WorkflowError("INTERNAL_ERROR", "Malformed workflow worker message")

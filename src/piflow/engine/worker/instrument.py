@@ -19,7 +19,7 @@ Call-site offsets refer to the original body, so the added text never shifts ide
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Final
 
 from tree_sitter import Node, Parser, Query, QueryCursor
@@ -27,6 +27,7 @@ from tree_sitter import Node, Parser, Query, QueryCursor
 from piflow.analysis.calls import INTERNAL_NAMES, await_operand, awaited_expression, callee_name, direct_call
 from piflow.analysis.positions import TextIndex
 from piflow.analysis.syntax import LANGUAGE
+from piflow.engine.worker.wire import SUBAGENTS_DIALECT
 from piflow.errors import WorkflowError
 
 CONTEXT_NAME: Final = "__pi_extensible_workflows_context"
@@ -60,6 +61,15 @@ def _reserved() -> Query:
          (#any-of? @name {_RESERVED_NAMES}))
         """,
     )
+
+
+@lru_cache(maxsize=4)
+def instrumented(body: str, dialect: str | None = None) -> str:
+    """What the worker compiles for `body` in `dialect` ("pi-subagents": `instrument_subagents`).
+
+    The host instruments, so a worker never imports the grammar; cached, as a process may execute
+    one script several times (Temporal steps, tests)."""
+    return instrument_subagents(body) if dialect == SUBAGENTS_DIALECT else instrument(body)
 
 
 _OWN, _AROUND = 0, 1

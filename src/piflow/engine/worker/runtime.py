@@ -13,23 +13,19 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
-from piflow.engine.worker.instrument import instrument, instrument_subagents
-from piflow.engine.worker.native import extension
 from piflow.engine.worker.wire import NOT_JSON
 from piflow.errors import WorkflowError
+from piflow.native import quickjs
 
-_dukpy: Any = sys.modules.get("dukpy._dukpy") or extension("dukpy", "_dukpy")
+_dukpy: Any = quickjs()
 """dukpy's QuickJS extension alone: the `dukpy` package's `__init__` imports its npm installer
 (urllib, http.client, ssl), ~30 ms of every worker's start for nothing a worker uses. A test
 process that imported `dukpy` shares its extension (functions and error class)."""
 
 _ENTRY: Final = "__pi_extensible_workflows_worker"
-SUBAGENTS_DIALECT: Final = "pi-subagents"
-"""The dialect whose scripts get `runs`, `emit`, `console` and `state` (prelude.js's second section)."""
 _FILENAME: Final = "workflow.js"
 # Read beside this module: `importlib.resources` (zipfile, tempfile, pathlib) would cost the worker's
 # start ~15 ms, and the worker runs from an unpacked package only.
@@ -76,12 +72,9 @@ class ScriptRuntime:
         return request
 
     # -- the worker's steps -------------------------------------------------------------------
-    def compile(self, body: str, dialect: str | None = None) -> None:
-        """Instrument and compile the body without running it; raise INVALID_SYNTAX/INVALID_METADATA.
-
-        `dialect` "pi-subagents" compiles a sloppy-mode body with that dialect's instrumentation.
-        """
-        source = instrument_subagents(body) if dialect == SUBAGENTS_DIALECT else instrument(body)
+    def compile(self, source: str) -> None:
+        """Compile an instrumented body (`instrument.instrumented`, done by the host) without running
+        it; raise INVALID_SYNTAX with QuickJS's message."""
         self._request = b'{"op":"compile"}'
         try:
             self._eval(f"{_ENTRY}({source});")

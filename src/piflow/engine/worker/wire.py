@@ -27,6 +27,10 @@ and a few 10 MiB messages in flight."""
 OVERSIZED: Final = "RPC value exceeds the 10 MB JSON boundary"
 NOT_JSON: Final = "RPC values must be JSON-compatible"
 
+SUBAGENTS_DIALECT: Final = "pi-subagents"
+"""The dialect whose scripts get `runs`, `emit`, `console` and `state` (prelude.js's second section)
+and their own instrumentation."""
+
 HEARTBEAT_LINE: Final = b'{"t":"hb"}\n'
 SETTLE_HEAD: Final = b'{"t":"settle","results":['
 SETTLE_TAIL: Final = b"]}"

@@ -1,8 +1,11 @@
-"""C extensions loaded without their Python packages: each package's `__init__` imports modules a
-worker never uses, and the worker's start is on the path of every launch and resume."""
+"""C extensions loaded without their Python packages: each package's `__init__` imports modules
+piflow never uses (dukpy's its npm installer: urllib, http.client, ssl), and both the worker's start
+and the host's exact syntax check are on the path of every launch and resume. Below every layer, so
+the analysis and the worker share it."""
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import importlib.util
 import sys
@@ -20,9 +23,16 @@ def extension(package: str, name: str) -> ModuleType:
     qualified = f"{package}.{name}"
     spec = importlib.machinery.PathFinder.find_spec(qualified, list(where or ()))
     if spec is None or spec.loader is None:
-        raise ImportError(f"{package} is not installed: the worker needs its extension {name}", name=qualified)
+        raise ImportError(f"{package} is not installed: piflow needs its extension {name}", name=qualified)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if package not in sys.modules:
         sys.modules.pop(spec.name, None)
     return module
+
+
+@functools.cache
+def quickjs() -> ModuleType:
+    """dukpy's QuickJS extension (`create_context`, `eval_string`, `JSRuntimeError`). A process that
+    imported the `dukpy` package (a test) shares the package's: the same functions and error class."""
+    return sys.modules.get("dukpy._dukpy") or extension("dukpy", "_dukpy")
