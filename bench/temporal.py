@@ -43,9 +43,9 @@ async def on_temporal(settings: TemporalSettings, project: Path, n: int) -> floa
     async with TemporalRuns(settings, str(project)) as runs:
         started = time.perf_counter()
         run_id = await runs.launch(request(project, n))
-        while (snapshot := await runs.snapshot(run_id))["state"] not in ENDED:
+        while (snapshot := await runs.snapshot(run_id)).state not in ENDED:
             await anyio.sleep(0.5)
-        assert snapshot["result"] == n, snapshot["error"]
+        assert snapshot.result == n, snapshot.error
         return time.perf_counter() - started
 
 
