@@ -4,10 +4,11 @@ and a pi agent dir whose models.json names the loopback chat-completions server.
 from __future__ import annotations
 
 import json
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from pathlib import Path
 
 import anyio
+import pytest
 
 from backends.chat_server import ChatServer
 from piflow.engine.temporal.client import TemporalRuns
@@ -21,6 +22,31 @@ def models(agent_dir: Path, server: ChatServer) -> None:
     providers = {"local": {"baseUrl": server.url, "api": "openai-completions", "apiKey": "sk-literal",
                            "models": [{"id": "m1"}]}}
     (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
+
+
+def temporal_project(root: Path, workers: Workers, scripts: Mapping[str, str]) -> Path:
+    """A project under `root` whose runs go to `workers`' cluster and task queue (scripted backend)."""
+    project = root / "project"
+    project.mkdir()
+    (project / "piflow.toml").write_text(
+        f'[piflow]\nexecutor = "temporal"\nbackend = "scripted"\n\n[temporal]\naddress = "{workers.server.address}"\n'
+        f'task_queue = "{workers.task_queue}"\n')
+    for name, text in scripts.items():
+        (project / name).write_text(text)
+    return project
+
+
+def openai_project(root: Path, monkeypatch: pytest.MonkeyPatch, chat: ChatServer) -> Path:
+    """A project on the openai backend (`local/m1` is `chat`), with this process's home isolated."""
+    home = root / "home"
+    for variable, path in (("HOME", home), ("XDG_CONFIG_HOME", home / "config"),
+                           ("XDG_STATE_HOME", home / "state"), ("PI_CODING_AGENT_DIR", home / "agent")):
+        monkeypatch.setenv(variable, str(path))
+    models(home / "agent", chat)
+    project = root / "project"
+    project.mkdir()
+    (project / "piflow.toml").write_text('[piflow]\nbackend = "openai"\nmodel = "local/m1"\n')
+    return project
 
 
 def machine(server: DevServer, root: Path, task_queue: str, chat: ChatServer, config: str = "") -> Workers:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import anyio
-from temporal_support import until_state
+from temporal_support import temporal_project, until_state
 
 from isolation import isolated_environment
 from piflow.engine.lifecycle import ENDED
@@ -37,13 +37,7 @@ return [both, last];
 
 
 def make_project(root: Path, workers: Workers, scripts: dict[str, str], latency_ms: int = 0) -> Path:
-    project = root / "project"
-    project.mkdir()
-    (project / "piflow.toml").write_text(
-        f'[piflow]\nexecutor = "temporal"\nbackend = "scripted"\n\n[temporal]\naddress = "{workers.server.address}"\n'
-        f'task_queue = "{workers.task_queue}"\n')
-    for name, text in scripts.items():
-        (project / name).write_text(text)
+    project = temporal_project(root, workers, scripts)
     (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": latency_ms}}))
     return project
 

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from temporal_support import temporal_project
+
 from isolation import isolated_environment
 from temporal_cluster import Workers
 
@@ -28,13 +30,7 @@ return { found, fixed, ship };
 
 
 def make_project(root: Path, workers: Workers) -> Path:
-    project = root / "project"
-    project.mkdir()
-    (project / "piflow.toml").write_text(
-        f'[piflow]\nexecutor = "temporal"\nbackend = "scripted"\n\n[temporal]\naddress = "{workers.server.address}"\n'
-        f'task_queue = "{workers.task_queue}"\n')
-    (project / "release.workflow.js").write_text(SCRIPT)
-    return project
+    return temporal_project(root, workers, {"release.workflow.js": SCRIPT})
 
 
 def piflow(project: Path, home: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporal_support import machine, models, until_state
+from temporal_support import machine, openai_project, until_state
 
 from backends.chat_server import ChatServer, Stream, text_stream, tool_stream, usage
 from piflow.engine.engine import LaunchRequest
@@ -44,15 +44,7 @@ EXTENSION = {
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat: ChatServer) -> Path:
     """A project on the openai backend (`local/m1` is the loopback server), this process's home isolated."""
-    home = tmp_path / "home"
-    for variable, path in (("HOME", home), ("XDG_CONFIG_HOME", home / "config"),
-                           ("XDG_STATE_HOME", home / "state"), ("PI_CODING_AGENT_DIR", home / "agent")):
-        monkeypatch.setenv(variable, str(path))
-    models(home / "agent", chat)
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "piflow.toml").write_text('[piflow]\nbackend = "openai"\nmodel = "local/m1"\n')
-    return root
+    return openai_project(tmp_path, monkeypatch, chat)
 
 
 def conversation_turns(body: dict[str, Any]) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from lsprotocol.converters import get_converter
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+from temporal_support import temporal_project
 
 from isolation import isolated_environment
 from temporal_cluster import Workers
@@ -72,13 +73,7 @@ def _recording(method: str) -> Callable[[Editor, Any], None]:
 
 
 def make_project(root: Path, workers: Workers) -> Path:
-    project = root / "project"
-    project.mkdir()
-    (project / "piflow.toml").write_text(
-        f'[piflow]\nexecutor = "temporal"\nbackend = "scripted"\n\n[temporal]\naddress = "{workers.server.address}"\n'
-        f'task_queue = "{workers.task_queue}"\n')
-    (project / "release.workflow.js").write_text(SCRIPT)
-    return project
+    return temporal_project(root, workers, {"release.workflow.js": SCRIPT})
 
 
 def machine(project: Path, name: str) -> dict[str, str]:

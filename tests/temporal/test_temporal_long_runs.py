@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from temporal_support import machine, models, until_state
+from temporal_support import machine, openai_project, until_state
 
 from backends.chat_server import Body, ChatServer, Stream, text_stream, usage
 from piflow.engine.engine import LaunchRequest
@@ -57,14 +57,7 @@ async def test_a_long_run_continues_as_new_and_keeps_its_journal(
 async def test_a_provider_rate_limit_pauses_the_run_until_it_is_resumed(
     tmp_path: Path, dev_server: DevServer, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = tmp_path / "home"
-    for variable, path in (("HOME", home), ("XDG_CONFIG_HOME", home / "config"),
-                           ("XDG_STATE_HOME", home / "state"), ("PI_CODING_AGENT_DIR", home / "agent")):
-        monkeypatch.setenv(variable, str(path))
-    models(home / "agent", chat)
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "piflow.toml").write_text('[piflow]\nbackend = "openai"\nmodel = "local/m1"\n')
+    project = openai_project(tmp_path, monkeypatch, chat)
     chat.script(Body({"error": {"message": "slow down", "code": "rate_limit_exceeded"}}, status=429),
                 Stream(text_stream("after the pause", counts=usage(10, 5))))
     task_queue = f"piflow-limits-{os.getpid()}-{tmp_path.name}"
