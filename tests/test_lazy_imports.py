@@ -87,6 +87,11 @@ def test_the_worker_imports_neither_config_nor_the_dialects_nor_pydantic() -> No
     assert loaded(WORKER_IMPORTS, heavy) == []
 
 
+def test_the_worker_creates_no_dataclasses_and_formats_no_tracebacks_until_it_fails() -> None:
+    """`dataclasses` (with `inspect`, `ast`, `dis`) and `traceback` cost every worker's start ~10 ms."""
+    assert loaded(WORKER_IMPORTS, ["dataclasses", "inspect", "traceback"]) == []
+
+
 def test_the_worker_loads_only_dukpys_extension_and_reads_no_package_metadata() -> None:
     heavy = ["dukpy", "dukpy.install", "urllib.request", "http.client", "importlib.metadata"]
     assert loaded(WORKER_IMPORTS, heavy) == []
@@ -153,7 +158,7 @@ def test_running_a_workflow_script_loads_nothing_of_pi_subagents_or_the_pi_backe
     (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
     code = "from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0"
     other = ["piflow.analysis.dialects.subagents", "piflow.config.agent_definitions", "piflow.engine.subagents.views",
-             "piflow.config.pi_tools", "piflow.engine.backends.pi"]
+             "piflow.config.pi_tools", "piflow.engine.backends.pi", "piflow.engine.worker.subagents_protocol"]
     assert loaded(code, other, tmp_path) == []
 
 
@@ -197,7 +202,8 @@ def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(
              "importlib.metadata",
              # nor what only other commands, backends or dialects read (issue 15: a resume's start-up)
              "piflow.analysis.script_file", "piflow.analysis.launch", "piflow.config.agent_definitions",
-             "piflow.config.pi_tools", "piflow.engine.subagents.views", "piflow.cli_check", "pydantic",
+             "piflow.config.pi_tools", "piflow.engine.subagents.views", "piflow.engine.worker.subagents_protocol",
+             "piflow.cli_check", "pydantic",
              # the launch snapshot's instrumented source is handed to the worker as it is
              "tree_sitter", "piflow.engine.worker.instrument"]
     assert loaded(code, heavy, tmp_path) == []
@@ -242,6 +248,19 @@ def test_the_command_table_names_every_command_in_help_order() -> None:
     parser = build_parser([])  # no command: every module registers its commands
     (commands,) = [action for action in parser._actions if action.dest == "command"]
     assert list(commands.choices) == list(COMMANDS)  # type: ignore[arg-type]
+
+
+def test_a_run_owner_imports_the_engine_without_collections_and_then_freezes_what_start_up_made(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    out = run_python("""
+        import gc
+        from piflow.cli import main
+        assert main(['run', 'one.workflow.js', '--json']) == 0
+        print(gc.isenabled(), gc.get_freeze_count() > 20_000)
+    """, tmp_path)
+    assert out.splitlines()[-1] == "True True"
 
 
 def test_the_garbage_collector_is_back_on_once_the_commands_are_imported() -> None:

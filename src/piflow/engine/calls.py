@@ -16,18 +16,11 @@ from piflow.engine.resolution import resolve_agent
 from piflow.engine.worker.protocol import (
     AgentCall,
     CheckpointCall,
-    ChildrenCall,
-    EmitCall,
     FunctionCall,
-    HostCall,
-    LanesCall,
     LogCall,
     PhaseCall,
     Placement,
     Settled,
-    StateCall,
-    StatusCall,
-    SteerCall,
     TurnCall,
     WorkerCall,
 )
@@ -37,6 +30,7 @@ if TYPE_CHECKING:
     from piflow.engine.runs import ActiveRun
     from piflow.engine.subagents.calls import SubagentCalls
     from piflow.engine.subagents.host import HostSteps
+    from piflow.engine.worker.subagents_protocol import SubagentsCall
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +118,21 @@ class CallServer:
                 return await self.log(call.message)
             case FunctionCall():
                 return await self.run.call_function(self, call)
+        return await self._subagents_call(call)
+
+    async def _subagents_call(self, call: SubagentsCall) -> Any:
+        """A call only pi-subagents scripts make (their types are imported on such a script's first call)."""
+        from piflow.engine.worker.subagents_protocol import (
+            ChildrenCall,
+            EmitCall,
+            HostCall,
+            LanesCall,
+            StateCall,
+            StatusCall,
+            SteerCall,
+        )
+
+        match call:
             case ChildrenCall():
                 return await self.subagents.launch(call)
             case SteerCall():

@@ -29,7 +29,7 @@ from piflow.engine.subagents.children import (
     run_plan,
 )
 from piflow.engine.subagents.progress import SUBAGENT_EMIT
-from piflow.engine.worker.protocol import ChildItem, ChildrenCall, EmitCall, StateCall, StatusCall, SteerCall
+from piflow.engine.worker.subagents_protocol import ChildItem, ChildrenCall, EmitCall, StateCall, StatusCall, SteerCall
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import anyio
 
 from piflow.engine.subagents.progress import SUBAGENT_LANES
 from piflow.engine.worker.boundary import malformed_call
-from piflow.engine.worker.protocol import ChildItem, ChildrenCall
+from piflow.engine.worker.subagents_protocol import ChildItem, ChildrenCall
 from piflow.errors import WorkflowError
 
 if TYPE_CHECKING:

@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from piflow.engine.worker.wire import (
@@ -222,6 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     except _HostGone:
         pass
     except Exception as exc:  # a broken runtime (memory exhausted in the middle of a job): report, not crash
+        import traceback  # only here: importing it costs every worker's start ~3 ms
+
         traceback.print_exc()
         # Named by its type: a JavaScript value thrown through the runtime may read just "null".
         summary = f"{type(exc).__name__}: {(str(exc).strip() or 'no message').splitlines()[0]}"

@@ -14,29 +14,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from piflow.engine.worker.protocol import (
     SURROGATE,
     AgentCall,
     CheckpointCall,
-    ChildItem,
-    ChildrenCall,
-    EmitCall,
     FunctionCall,
-    HostCall,
-    LanesCall,
     LogCall,
     PhaseCall,
     Placement,
-    StateCall,
-    StatusCall,
-    SteerCall,
     TurnCall,
     WorkerCall,
     well_formed,
 )
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.worker.subagents_protocol import (
+        ChildrenCall,
+        EmitCall,
+        HostCall,
+        LanesCall,
+        StateCall,
+        StatusCall,
+        SteerCall,
+    )
 
 MAX_DEPTH: Final = 128
 """Deepest nesting of objects and arrays in a value a script sends (a whole message counts one more)."""
@@ -144,7 +147,12 @@ def _function(call_id: int, message: Mapping[str, Any]) -> FunctionCall | None:
     return FunctionCall(call_id, name, message.get("input"), placement)
 
 
+# The pi-subagents calls: their types are imported on such a script's first call (`subagents_protocol.py`).
+
+
 def _children(call_id: int, message: Mapping[str, Any]) -> ChildrenCall | None:
+    from piflow.engine.worker.subagents_protocol import ChildItem, ChildrenCall
+
     items, batch = message.get("items"), message.get("batch")
     if not isinstance(items, list) or not isinstance(batch, bool):
         return None
@@ -154,25 +162,51 @@ def _children(call_id: int, message: Mapping[str, Any]) -> ChildrenCall | None:
 
 
 def _steer(call_id: int, message: Mapping[str, Any]) -> SteerCall | None:
+    from piflow.engine.worker.subagents_protocol import SteerCall
+
     key, text = message.get("key"), message.get("message")
     return SteerCall(call_id, key, text, message.get("options")) if _is_str(key) and _is_str(text) else None
 
 
 def _status(call_id: int, message: Mapping[str, Any]) -> StatusCall | None:
+    from piflow.engine.worker.subagents_protocol import StatusCall
+
     target = message.get("target")
     return StatusCall(call_id, target) if _is_str(target) else None
 
 
+def _emit(call_id: int, message: Mapping[str, Any]) -> EmitCall:
+    from piflow.engine.worker.subagents_protocol import EmitCall
+
+    return EmitCall(call_id, message.get("value"))
+
+
 def _console(call_id: int, message: Mapping[str, Any]) -> EmitCall | None:
+    from piflow.engine.worker.subagents_protocol import EmitCall
+
     level, text = message.get("level"), message.get("text")
     return EmitCall(call_id, text, level) if _is_str(level) and _is_str(text) else None
 
 
 def _state(call_id: int, message: Mapping[str, Any]) -> StateCall | None:
+    from piflow.engine.worker.subagents_protocol import StateCall
+
     action, key = message.get("action"), message.get("key")
     if action not in ("get", "set") or not _is_str(key):
         return None
     return StateCall(call_id, str(action), key, message.get("value"))
+
+
+def _host(call_id: int, message: Mapping[str, Any]) -> HostCall:
+    from piflow.engine.worker.subagents_protocol import HostCall
+
+    return HostCall(call_id, message.get("key"), message.get("params"))
+
+
+def _lanes(call_id: int, message: Mapping[str, Any]) -> LanesCall:
+    from piflow.engine.worker.subagents_protocol import LanesCall
+
+    return LanesCall(call_id, message.get("lanes"))
 
 
 _SHAPES: Final[dict[str, tuple[Callable[[int, Mapping[str, Any]], WorkerCall | None], dict[str, str], str]]] = {
@@ -187,12 +221,11 @@ _SHAPES: Final[dict[str, tuple[Callable[[int, Mapping[str, Any]], WorkerCall | N
     "children": (_children, {"items": "params"}, "runs.run"),
     "steer": (_steer, {"message": "message", "options": "options"}, "runs.steer"),
     "status": (_status, {"target": "target"}, "runs.status"),
-    "emit": (lambda call_id, message: EmitCall(call_id, message.get("value")), {"value": "value"}, "emit"),
+    "emit": (_emit, {"value": "value"}, "emit"),
     "console": (_console, {"text": "text"}, "console"),
     "state": (_state, {"key": "key", "value": "value"}, "state.set"),
-    "host": (lambda call_id, message: HostCall(call_id, message.get("key"), message.get("params")),
-             {"key": "key", "params": "params"}, "runs.host"),
-    "lanes": (lambda call_id, message: LanesCall(call_id, message.get("lanes")), {"lanes": "lanes"}, "runs.lanes"),
+    "host": (_host, {"key": "key", "params": "params"}, "runs.host"),
+    "lanes": (_lanes, {"lanes": "lanes"}, "runs.lanes"),
 }
 
 

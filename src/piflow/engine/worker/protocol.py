@@ -3,14 +3,15 @@
 host → worker: `compile` and `start` (once), then `settle` batches. worker → host: `hb` heartbeats,
 `call` messages (ids increase in script call order) and one final `done`. The shapes of each message
 are documented in `client.py`, the host's side of the pipe; `boundary.py` turns a call message into
-one of the typed calls below, which is all the engine ever sees of it.
+one of the typed calls below (those only pi-subagents scripts make: `subagents_protocol.py`), which is
+all the engine ever sees of it.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from piflow.engine.worker.wire import (
     DEFAULT_HEAP_LIMIT,
@@ -30,6 +31,9 @@ from piflow.engine.worker.wire import (
     well_formed,
 )
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.worker.subagents_protocol import SubagentsCall
 
 __all__ = [
     "DEFAULT_HEAP_LIMIT", "DEFAULT_MEMORY_LIMIT", "HEARTBEAT_INTERVAL", "HEARTBEAT_LINE", "HEARTBEAT_TIMEOUT",
@@ -114,89 +118,9 @@ class FunctionCall:
     placement: Placement
 
 
-@dataclass(frozen=True, slots=True)
-class ChildItem:
-    """One child a pi-subagents script launches: its workflow key and params as the worker checked them."""
-
-    key: str
-    params: Any
-
-
-@dataclass(frozen=True, slots=True)
-class ChildrenCall:
-    """`runs.run(key, params)` (one item, `batch` False) or `runs.all(items)` (SUBAGENTS_SPEC A.4, A.5)."""
-
-    op: ClassVar[str] = "children"
-    id: int
-    items: tuple[ChildItem, ...]
-    batch: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SteerCall:
-    """`runs.steer(key, message, options)` (SUBAGENTS_SPEC A.8)."""
-
-    op: ClassVar[str] = "steer"
-    id: int
-    key: str
-    message: str
-    options: Any
-
-
-@dataclass(frozen=True, slots=True)
-class StatusCall:
-    """`runs.status(keyOrRunId)`."""
-
-    op: ClassVar[str] = "status"
-    id: int
-    target: str
-
-
-@dataclass(frozen=True, slots=True)
-class EmitCall:
-    """`emit(value)`; `console.<level>(...)` is an EmitCall with `level` set and the line as `value`."""
-
-    op: ClassVar[str] = "emit"
-    id: int
-    value: Any
-    level: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StateCall:
-    """`state.get(key)` (`value` None) or `state.set(key, value)`."""
-
-    op: ClassVar[str] = "state"
-    id: int
-    action: str
-    key: str
-    value: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class HostCall:
-    """`runs.host(key, params)` (SUBAGENTS_SPEC A.7): the host validates `key` and `params`."""
-
-    op: ClassVar[str] = "host"
-    id: int
-    key: Any
-    params: Any
-
-
-@dataclass(frozen=True, slots=True)
-class LanesCall:
-    """`runs.lanes(lanes)` (SUBAGENTS_SPEC A.6), as the worker validated and normalised it (`lanes.py`)."""
-
-    op: ClassVar[str] = "lanes"
-    id: int
-    lanes: Any
-
-
-SubagentsCall = ChildrenCall | SteerCall | StatusCall | EmitCall | StateCall | HostCall | LanesCall
-"""A call only pi-subagents scripts make."""
-
-WorkerCall = AgentCall | TurnCall | CheckpointCall | PhaseCall | LogCall | FunctionCall | SubagentsCall
-"""A primitive call the script made, as admitted at the boundary."""
+WorkerCall: TypeAlias = "AgentCall | TurnCall | CheckpointCall | PhaseCall | LogCall | FunctionCall | SubagentsCall"
+"""A primitive call the script made, as admitted at the boundary. (A forward reference: the
+pi-subagents calls are imported on such a script's first call, `subagents_protocol.py`.)"""
 
 
 @dataclass(frozen=True, slots=True)
