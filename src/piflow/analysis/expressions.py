@@ -8,16 +8,14 @@ top-level statement the expression belongs to (so a statement's facts survive ed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from piflow.analysis.jsliterals import js_blank, js_object
-from piflow.analysis.records import fast_init
+from piflow.analysis.records import record
 from piflow.jsvalues import JSOpaque, is_plain_json
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Expr:
     """Any expression. `kind` names its syntax in ESTree terms where the rules care:
 
@@ -33,40 +31,34 @@ class Expr:
     end: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class LiteralExpr(Expr):
     value: Any
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class IdentifierExpr(Expr):
     name: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class UnaryExpr(Expr):
     operator: str
     operand: Expr
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class SpreadExpr(Expr):
     argument: Expr | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ArrayExpr(Expr):
     elements: tuple[Expr | None, ...]
     """`None` is a hole (`[1, , 2]`)."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class PropertyExpr:
     """One member of an object literal (ESTree `Property`); a spread member is a `SpreadExpr`.
 
@@ -84,8 +76,7 @@ class PropertyExpr:
     value: Expr | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ObjectExpr(Expr):
     properties: tuple[PropertyExpr | SpreadExpr, ...]
 

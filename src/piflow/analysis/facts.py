@@ -7,17 +7,15 @@ unchanged statement are reused as they are after an edit elsewhere in the docume
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from piflow.analysis.expressions import Expr
-from piflow.analysis.records import fast_init
+from piflow.analysis.records import record
 
 Execution = Literal["parallel", "sequential"]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class StructureScope:
     """One enclosing `parallel`/`pipeline` scope of a call (spec B.5 `structure`)."""
 
@@ -29,8 +27,7 @@ class StructureScope:
         return {"kind": self.kind, "name": self.name, "key": self.key}
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class CallFact:
     """A direct call of a workflow primitive."""
 
@@ -51,8 +48,7 @@ class CallFact:
         return self.args[index] if index < len(self.args) else None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class NameUse:
     """An identifier occurrence a rule cares about (reserved names, indirect primitive uses)."""
 
@@ -61,8 +57,7 @@ class NameUse:
     end: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class SyntaxIssue:
     """A syntax error found without running a JavaScript engine.
 
@@ -84,8 +79,7 @@ class SyntaxIssue:
         return self.start if self.at is None else self.at
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Declaration:
     """A binding in the statement's top-level scope (checked across statements for redeclaration).
 
@@ -99,8 +93,7 @@ class Declaration:
     end: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class RegexLiteral:
     """A regular expression literal, checked by the engine in compile mode."""
 
@@ -110,8 +103,7 @@ class RegexLiteral:
     flags: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class AsyncFunction:
     """An async function, arrow or method (the pi-subagents dialect rejects them all)."""
 
@@ -119,16 +111,14 @@ class AsyncFunction:
     end: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class TopLevelReturn:
     start: int
     end: int
     argument: Expr | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class StatementFacts:
     calls: tuple[CallFact, ...] = ()
     reserved: tuple[NameUse, ...] = ()
@@ -145,8 +135,7 @@ class StatementFacts:
 T = TypeVar("T")
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Placed(Generic[T]):
     """A fact and the byte offset of its statement: `base + fact.start` is its document offset."""
 

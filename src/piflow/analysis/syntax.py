@@ -6,6 +6,7 @@ Node kinds are compared by numeric id (a grammar may give one name several ids, 
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Final
 
 import tree_sitter_javascript
@@ -179,7 +180,13 @@ def unwrap_parens(node: Node) -> Node:
 
 def named_items(node: Node) -> list[Node]:
     """Named children without comments (arguments, elements, members)."""
-    return [child for child in node.named_children if child.kind_id not in K.COMMENT]
+    children = node.named_children  # (a new list: callers may keep it)
+    if K.COMMENT.isdisjoint(map(_KIND_ID, children)):  # (no comment, almost always: tested in C)
+        return children
+    return [child for child in children if child.kind_id not in K.COMMENT]
+
+
+_KIND_ID: Final = attrgetter("kind_id")
 
 
 _ASYNC_KEYWORD: Final = LANGUAGE.id_for_node_kind("async", False)
@@ -233,29 +240,31 @@ def property_key(data: bytes, key: Node) -> tuple[str | None, bool]:
 def to_expr(data: bytes, node: Node, base: int, depth: int = 0) -> Expr:
     """Convert an expression node to `Expr` (spans relative to `base`)."""
     kind = node.kind_id
-    if kind in _PAREN:
+    convert = _CONVERSIONS.get(kind, _OPAQUE)
+    if convert == _PARENTHESES:
         node = unwrap_parens(node)
         kind = node.kind_id
+        convert = _CONVERSIONS.get(kind, _OPAQUE)
     start_byte = node.start_byte
     end_byte = node.end_byte
     start = start_byte - base
     end = end_byte - base
-    if kind in _STRING:
+    if convert == _STRING_LITERAL:
         return LiteralExpr("string", start, end, _string_value(data, start_byte, end_byte))
-    if kind in _IDENTIFIER_OR_UNDEFINED:
+    if convert == _IDENTIFIER_REFERENCE:
         return IdentifierExpr(
             "identifier", start, end, identifier_name(data[start_byte:end_byte].decode(_UTF8, _SURROGATES))
         )
-    if kind in _NUMBER:
+    if convert == _NUMBER_LITERAL:
         raw = data[start_byte:end_byte].decode(_UTF8, _SURROGATES)
         if raw.endswith("n"):
             return LiteralExpr("bigint", start, end, bigint_literal(bigint_value(raw)))
         return LiteralExpr("number", start, end, number_value(raw))
-    if kind in _BOOLEAN:
-        return LiteralExpr("boolean", start, end, kind in _TRUE)
-    if kind in _NULL:
+    if convert in (_TRUE_LITERAL, _FALSE_LITERAL):
+        return LiteralExpr("boolean", start, end, convert == _TRUE_LITERAL)
+    if convert == _NULL_LITERAL:
         return LiteralExpr("null", start, end, None)
-    if kind in _REGEX:
+    if convert == _REGEX_LITERAL:
         pattern = node.child_by_field_id(F.PATTERN)
         flags = node.child_by_field_id(F.FLAGS)
         return LiteralExpr(
@@ -266,35 +275,60 @@ def to_expr(data: bytes, node: Node, base: int, depth: int = 0) -> Expr:
         )
     if depth >= MAX_EXPR_DEPTH:
         return Expr("other", start, end)
-    if kind in _OBJECT:
+    if convert == _OPAQUE:
+        return Expr(_opaque_kind(node), start, end)
+    if convert == _OBJECT_LITERAL:
         return ObjectExpr("object", start, end, _object_members(data, node, base, depth))
-    if kind in _ARRAY:
+    if convert == _ARRAY_LITERAL:
         return ArrayExpr("array", start, end, _array_elements(data, node, base, depth))
-    if kind in _UNARY:
+    if convert == _UNARY_EXPRESSION:
         operator = node.child_by_field_id(F.OPERATOR)
         operand = node.child_by_field_id(F.ARGUMENT)
         if operator is None or operand is None:
             return Expr("other", start, end)
         return UnaryExpr("unary", start, end, operator.type, to_expr(data, operand, base, depth + 1))
-    if kind in _SPREAD:
-        items = named_items(node)
-        return SpreadExpr("spread", start, end, to_expr(data, items[0], base, depth + 1) if items else None)
-    return Expr(_opaque_kind(node), start, end)
+    items = named_items(node)  # a spread element
+    return SpreadExpr("spread", start, end, to_expr(data, items[0], base, depth + 1) if items else None)
+
+
+# How `to_expr` converts each node kind (one dictionary lookup instead of a chain of set tests).
+(
+    _OPAQUE,
+    _PARENTHESES,
+    _STRING_LITERAL,
+    _IDENTIFIER_REFERENCE,
+    _NUMBER_LITERAL,
+    _TRUE_LITERAL,
+    _FALSE_LITERAL,
+    _NULL_LITERAL,
+    _REGEX_LITERAL,
+    _OBJECT_LITERAL,
+    _ARRAY_LITERAL,
+    _UNARY_EXPRESSION,
+    _SPREAD_ELEMENT,
+) = range(13)
+_CONVERSIONS: Final = {
+    kind: conversion
+    for kinds, conversion in (
+        (K.PAREN, _PARENTHESES),
+        (K.STRING, _STRING_LITERAL),
+        (K.IDENTIFIER | K.UNDEFINED, _IDENTIFIER_REFERENCE),
+        (K.NUMBER, _NUMBER_LITERAL),
+        (K.TRUE, _TRUE_LITERAL),
+        (K.FALSE, _FALSE_LITERAL),
+        (K.NULL, _NULL_LITERAL),
+        (K.REGEX, _REGEX_LITERAL),
+        (K.OBJECT, _OBJECT_LITERAL),
+        (K.ARRAY, _ARRAY_LITERAL),
+        (K.UNARY, _UNARY_EXPRESSION),
+        (K.SPREAD, _SPREAD_ELEMENT),
+    )
+    for kind in kinds
+}
 
 
 _UTF8: Final = "utf-8"
 _SURROGATES: Final = "surrogatepass"
-_PAREN: Final = K.PAREN
-_STRING: Final = K.STRING
-_IDENTIFIER_OR_UNDEFINED: Final = K.IDENTIFIER | K.UNDEFINED
-_NUMBER: Final = K.NUMBER
-_TRUE: Final = K.TRUE
-_BOOLEAN: Final = K.TRUE | K.FALSE
-_NULL: Final = K.NULL
-_REGEX: Final = K.REGEX
-_OBJECT: Final = K.OBJECT
-_ARRAY: Final = K.ARRAY
-_UNARY: Final = K.UNARY
 _SPREAD: Final = K.SPREAD
 _COMMENT: Final = K.COMMENT
 _PAIR: Final = K.PAIR

@@ -8,7 +8,6 @@ dialect, whose rules never look at them, does not pay for them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final
 
 from tree_sitter import Node
@@ -16,7 +15,7 @@ from tree_sitter import Node
 from piflow.analysis.calls import callee_name
 from piflow.analysis.expressions import ArrayExpr, Expr, ObjectExpr, PropertyExpr, literal_string
 from piflow.analysis.jsliterals import identifier_name
-from piflow.analysis.records import fast_init
+from piflow.analysis.records import record
 from piflow.analysis.syntax import F, K, named_items, node_text, to_expr
 from piflow.analysis.walker import DialectFacts
 
@@ -25,8 +24,7 @@ KEY_GRAMMAR: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Workflow, state, lane and stage keys (A.3)."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class MemberCall:
     """A call `runs.<method>(...)`, `state.set(...)` or `emit(...)`.
 
@@ -45,8 +43,7 @@ class MemberCall:
         return self.args[index] if index < len(self.args) else None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class RunsAllBinding:
     """`const r = await runs.all([...])` at the top level with the literal keys of its items."""
 
