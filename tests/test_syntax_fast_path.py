@@ -188,6 +188,8 @@ DIFFERENCES = [
     'function g(){ class await{} }',
     'function g(){ let {await: a} = x }',
     'function g(){ a.await }',
+    'function g(){ var $await = 1, await$ = 2, _await = 3, await1 = 4, awaited = 5; }',
+    'function g(){ var a\\u0061wait = 1; return await\\u0061 }',
     'function g(){ var aw\\u0061it = 1 }',
     'function g(){ aw\\u0061it: 1 }',
     'var \\u0061 = 1;',

@@ -9,10 +9,10 @@ from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.findings import Finding
-from piflow.analysis.rules import UNSET, RuleContext
+from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleMemo
 
 
-def iter_findings(
+def rule_context(
     document: ScriptDocument,
     capabilities: Capabilities,
     *,
@@ -21,11 +21,9 @@ def iter_findings(
     preflight: bool = False,
     schemas: Sequence[Any] = (),
     metadata: Any = UNSET,
-) -> Iterator[Finding]:
-    """Findings lazily, rule by rule (so `preflight` can stop at the first).
-
-    `preflight=True` runs only the reference's rules, with the reference's severities and quirks.
-    """
+) -> tuple[Dialect, RuleContext]:
+    """The document's dialect and what its rules look at (with the document's memo of unchanged
+    calls, so re-analysis after an edit revisits only the edited statements' calls)."""
     chosen = detect_dialect(document.data, dialect)
     context = RuleContext(
         document,
@@ -35,9 +33,18 @@ def iter_findings(
         compile=compile,
         schemas=schemas,
         metadata=metadata,
+        memo=RuleMemo.of(document, (chosen, capabilities, preflight)),
     )
-    for rule in chosen.rules:
-        if preflight and not rule.reference:
+    return chosen, context
+
+
+def run_rules(dialect: Dialect, context: RuleContext) -> Iterator[Finding]:
+    """Findings lazily, rule by rule (so `preflight` can stop at the first).
+
+    In preflight mode only the reference's rules run, with the reference's severities and quirks.
+    """
+    for rule in dialect.rules:
+        if context.preflight and not rule.reference:
             continue
         context.rule = rule.id
         yield from rule.check(context)
@@ -47,7 +54,8 @@ def analyze_document(
     document: ScriptDocument, capabilities: Capabilities, dialect: str | None = None, compile: bool = False
 ) -> list[Finding]:
     """All findings of an open document (the language server's entry point)."""
-    return list(iter_findings(document, capabilities, dialect=dialect, compile=compile))
+    chosen, context = rule_context(document, capabilities, dialect=dialect, compile=compile)
+    return list(run_rules(chosen, context))
 
 
 def analyze(text: str, capabilities: Capabilities, dialect: str | None = None, compile: bool = False) -> list[Finding]:

@@ -67,6 +67,8 @@ class ScriptDocument:
         self.version = version
         self._cache: dict[tuple[int, bytes], StatementFacts] = {}
         self._cache_config: WalkConfig | None = None
+        self.rule_memo: Any = None
+        """What the rules keep about the cached facts' calls (`rules.RuleMemo`), released with them."""
         self._set(text, parse_script(text.encode("utf-8", "surrogatepass")))
 
     def _set(self, text: str, tree: Tree, data: bytes | None = None) -> None:
@@ -98,7 +100,7 @@ class ScriptDocument:
         """Let go of what only the next edit or feature needs, for a document nobody is typing in:
         the tree (three quarters of an idle document's memory, parsed again when asked for) and the
         statement facts (its next analysis walks every statement afresh)."""
-        self._cache, self._cache_config = {}, None
+        self._cache, self._cache_config, self.rule_memo = {}, None, None
         self._tree = self._root_node = None
         self.__dict__.pop("header", None)  # (its node holds the tree)
 

@@ -132,32 +132,37 @@ def suggestion(key: str, known: Sequence[str]) -> str | None:
 def check_option_keys(ctx: RuleContext) -> Iterator[Finding]:
     """Editor lint: a key of a literal option object that the primitive does not know."""
     data = ctx.document.data
-    for call in ctx.facts.calls:
-        owner = OPTION_OBJECTS.get(call.fact.kind)
-        options = call.fact.arg(owner.argument) if owner is not None else None
-        if owner is None or not isinstance(options, ObjectExpr):
-            continue
-        known = list(owner.keys)
-        for member in options.properties:
-            if not isinstance(member, PropertyExpr) or member.computed or member.key is None:
+    for statement, calls in ctx.memo.unchecked(ctx.facts, "option-keys"):
+        clean = True
+        for call in calls:
+            owner = OPTION_OBJECTS.get(call.fact.kind)
+            options = call.fact.arg(owner.argument) if owner is not None else None
+            if owner is None or not isinstance(options, ObjectExpr):
                 continue
-            if member.key in owner.keys:
-                continue
-            start, end = call.at(member.key_start), call.at(member.key_end)
-            meant = suggestion(member.key, known)
-            if meant is None:
-                message = f"Unknown {owner.noun} '{member.key}' — {owner.unknown_hint}; known: {', '.join(known)}"
-                yield ctx.finding(UNKNOWN_OPTION, message, start, end, severity="warning")
-                continue
-            yield ctx.finding(
-                UNKNOWN_OPTION,
-                f"Unknown {owner.noun} '{member.key}' — did you mean '{meant}'?",
-                start,
-                end,
-                severity="warning",
-                fixes=[Fix(f"Change to '{meant}'", (TextEdit(ctx.range(start, end), _renamed(data, member, start,
-                                                                                              end, meant)),))],
-            )
+            known = list(owner.keys)
+            for member in options.properties:
+                if not isinstance(member, PropertyExpr) or member.computed or member.key is None:
+                    continue
+                if member.key in owner.keys:
+                    continue
+                clean = False
+                start, end = call.at(member.key_start), call.at(member.key_end)
+                meant = suggestion(member.key, known)
+                if meant is None:
+                    message = f"Unknown {owner.noun} '{member.key}' — {owner.unknown_hint}; known: {', '.join(known)}"
+                    yield ctx.finding(UNKNOWN_OPTION, message, start, end, severity="warning")
+                    continue
+                renamed = _renamed(data, member, start, end, meant)
+                yield ctx.finding(
+                    UNKNOWN_OPTION,
+                    f"Unknown {owner.noun} '{member.key}' — did you mean '{meant}'?",
+                    start,
+                    end,
+                    severity="warning",
+                    fixes=[Fix(f"Change to '{meant}'", (TextEdit(ctx.range(start, end), renamed),))],
+                )
+        if clean:
+            statement.clean.add("option-keys")
 
 
 def _renamed(data: bytes, member: PropertyExpr, start: int, end: int, meant: str) -> str:

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from piflow.analysis.analyze import iter_findings
+from piflow.analysis.analyze import rule_context, run_rules
 from piflow.analysis.capabilities import Capabilities
+from piflow.analysis.collector import collector_paused
 from piflow.analysis.dialects import extensible
-from piflow.analysis.document import DocumentFacts, ScriptDocument
-from piflow.analysis.expressions import UNKNOWN, effective_property, literal_string, static_value
+from piflow.analysis.document import ScriptDocument
+from piflow.analysis.expressions import UNKNOWN, literal_string, static_value
 from piflow.analysis.metadata import validate_workflow_metadata
-from piflow.config.model_refs import resolve_model_reference
+from piflow.analysis.rules import RuleContext
 from piflow.errors import WorkflowError
 
 
@@ -50,69 +51,59 @@ def preflight(
     `metadata=None` means `{"name": "workflow"}` (the reference's default); any other value is
     validated as given. The syntax check includes the engine compile (acorn + body compile).
     """
-    given = {"name": "workflow"} if metadata is None else metadata
-    document = ScriptDocument(script)
-    first = next(
-        iter_findings(
-            document,
-            capabilities,
-            dialect=extensible.NAME,
-            compile=True,
-            preflight=True,
-            schemas=schemas,
-            metadata=given,
-        ),
-        None,
+    with collector_paused():  # (around a call: its document is freed before the collector is back)
+        return _preflight(script, capabilities, schemas, {"name": "workflow"} if metadata is None else metadata)
+
+
+def _preflight(script: str, capabilities: Capabilities, schemas: Sequence[Any], metadata: Any) -> PreflightResult:
+    dialect, context = rule_context(
+        ScriptDocument(script),
+        capabilities,
+        dialect=extensible.NAME,
+        compile=True,
+        preflight=True,
+        schemas=schemas,
+        metadata=metadata,
     )
+    first = next(run_rules(dialect, context), None)
     if first is not None:
         raise WorkflowError(first.code, first.message)
-    return summarize(document.facts(extensible.DIALECT.walk), capabilities, schemas, validate_workflow_metadata(given))
+    return summarize(context, validate_workflow_metadata(metadata))
 
 
-def summarize(
-    facts: DocumentFacts, capabilities: Capabilities, schemas: Sequence[Any], metadata: dict[str, str]
-) -> PreflightResult:
-    """Steps 7-9: phases, referenced models/tools/roles, static output schemas, dynamic roles."""
-    calls = facts.calls
+def summarize(context: RuleContext, metadata: dict[str, str]) -> PreflightResult:
+    """Steps 7-9: phases, referenced models/tools/roles, static output schemas, dynamic roles —
+    from what the rules already found (the agent calls' options, the resolved models)."""
     phases = [
         name
-        for call in calls
+        for call in context.facts.calls
         if call.fact.kind == "phase"
         for name in [literal_string(call.fact.arg(0))]
         if name is not None
     ]
-    agent_calls = list(extensible.agent_calls(calls))
-    static_schemas = [
-        value
-        for call in agent_calls
-        for value in [static_value(effective_property(call.fact.arg(1), "outputSchema"))]
-        if value is not UNKNOWN
-    ]
-    models = []
-    for call in agent_calls:
-        requested = literal_string(effective_property(call.fact.arg(1), "model"))
+    static_schemas: list[Any] = []
+    models: list[str] = []
+    tools: list[str] = []
+    roles: list[str] = []
+    dynamic_roles = False
+    for call, members in extensible.agent_calls(context):
+        schema = extensible.option(members, "outputSchema")
+        if schema is not None and (value := static_value(schema)) is not UNKNOWN:
+            static_schemas.append(value)
+        requested = literal_string(extensible.option(members, "model"))
         if requested is not None:
-            models.append(
-                resolve_model_reference(
-                    requested,
-                    capabilities.model_aliases,
-                    capabilities.resolvable_models,
-                    capabilities.settings_path,
-                ).name
-            )
-    tools = [element.value for call in agent_calls for element in extensible.referenced_tools(call)]
-    roles = [
-        role
-        for call in agent_calls
-        for role in [literal_string(effective_property(call.fact.arg(1), "role"))]
-        if role is not None
-    ]
+            models.append(extensible.resolved_model(context, requested).name)
+        tools.extend(element.value for element in extensible.tool_literals(extensible.option(members, "tools")))
+        role = literal_string(extensible.option(members, "role"))
+        if role is not None:
+            roles.append(role)
+        dynamic_roles = dynamic_roles or extensible.dynamic_agent_role(call.fact.arg(1))
     return PreflightResult(
         metadata,
         tuple(phases),
         tuple(models),
         tuple(tools),
         tuple(roles),
-        (*schemas, *static_schemas),
-        any(extensible.dynamic_agent_role(call.fact.arg(1)) for call in agent_calls),
+        (*context.schemas, *static_schemas),
+        dynamic_roles,
     )

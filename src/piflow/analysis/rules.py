@@ -15,13 +15,14 @@ registration: an editor-only rule never makes `preflight()` or a launch fail. do
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from piflow.analysis.capabilities import Capabilities
 from piflow.analysis.document import DocumentFacts, ScriptDocument
 from piflow.analysis.expressions import Expr, LiteralExpr
+from piflow.analysis.facts import CallFact, Placed, StatementFacts
 from piflow.analysis.findings import Finding, Fix, Related, Severity, TextEdit
 from piflow.analysis.positions import Range
 from piflow.analysis.walker import WalkConfig
@@ -36,6 +37,80 @@ UNSET: Any = _Unset()
 """`metadata` when none was given (the editor case): metadata rules then have nothing to check."""
 
 
+class StatementMemo:
+    """What rules learnt about one statement's calls: values derived from them alone (`derived`), and
+    the ids of the rules that found nothing wrong with any of them (`clean`). A per-call verdict
+    depends on nothing but the call, the capabilities and the mode, so it holds while the
+    statement's text is unchanged."""
+
+    __slots__ = ("clean", "derived", "facts")
+
+    def __init__(self, facts: StatementFacts) -> None:
+        self.facts = facts
+        self.clean: set[str] = set()
+        self.derived: dict[str, Any] = {}
+
+
+Listed = list[tuple[StatementMemo, list[Placed[CallFact]]]]
+"""The statements that have calls: each one's memo and placed calls."""
+
+
+class RuleMemo:
+    """What per-call rules learnt about a document's statements, kept from one analysis to the next.
+
+    The document reuses an unchanged statement's facts object after an edit, so the memo is keyed
+    by their identity: after a keystroke the per-call rules revisit only the edited statement's
+    calls, and the cross-statement rules (declarations, names, phases) run as before. A memo holds
+    for one `key` (dialect, capabilities, mode); statements one analysis did not list are dropped
+    by the next.
+    """
+
+    __slots__ = ("_current", "_listed", "_previous", "key")
+
+    def __init__(self, key: tuple[object, ...] = ()) -> None:
+        self.key = key
+        self._current: dict[int, StatementMemo] = {}
+        self._previous: dict[int, StatementMemo] = {}
+        self._listed: tuple[DocumentFacts, Listed] | None = None
+
+    @classmethod
+    def of(cls, document: ScriptDocument, key: tuple[object, ...]) -> RuleMemo:
+        """The document's memo for `key` (a fresh one when the key changed), ready for a new analysis."""
+        memo = document.rule_memo
+        if not isinstance(memo, RuleMemo) or memo.key != key:  # (equal capabilities give equal verdicts)
+            memo = document.rule_memo = cls(key)
+        memo._previous, memo._current, memo._listed = memo._current, {}, None
+        return memo
+
+    def statements(self, facts: DocumentFacts) -> Listed:
+        """The statements that have calls, with their memos (listed once per analysis)."""
+        if self._listed is not None and self._listed[0] is facts:
+            return self._listed[1]
+        listed: Listed = []
+        current, previous = self._current, self._previous
+        calls = facts.calls  # (the calls of every statement, in order)
+        at = 0
+        for item in facts.statements:
+            statement = item.fact
+            count = len(statement.calls)
+            if not count:
+                continue
+            key = id(statement)
+            memo = current.get(key) or previous.get(key)
+            if memo is None or memo.facts is not statement:
+                memo = StatementMemo(statement)
+            current[key] = memo
+            listed.append((memo, calls[at : at + count]))
+            at += count
+        self._listed = (facts, listed)
+        return listed
+
+    def unchecked(self, facts: DocumentFacts, rule: str) -> Iterator[tuple[StatementMemo, list[Placed[CallFact]]]]:
+        """The statements with calls, in order, except those `rule` found clean before; the rule marks
+        a statement clean (`memo.clean.add(rule)`) when it found nothing wrong with its calls."""
+        return ((memo, calls) for memo, calls in self.statements(facts) if rule not in memo.clean)
+
+
 @dataclass
 class RuleContext:
     """Everything a rule may look at, plus helpers to place findings."""
@@ -47,6 +122,8 @@ class RuleContext:
     compile: bool = False
     schemas: Sequence[Any] = ()
     metadata: Any = UNSET
+    memo: RuleMemo = field(default_factory=RuleMemo)
+    """Per-call results kept across analyses of the same document (a fresh memo by default)."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Results rules compute once and later rules reuse (e.g. the syntax verdict)."""
     rule: str | None = None

@@ -15,9 +15,9 @@ and a run's launch snapshot hands its verdict to a cold resume (`remember_accept
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Literal
@@ -38,8 +38,8 @@ _NATIVE_UNSAFE: Final = ("<!--", "-->", "\u2028", "\u2029")
 """Texts QuickJS's script grammar may read differently from acorn's module grammar (HTML-like
 comments exist only in scripts) or tokenise differently from tree-sitter (line separators): these
 always go to acorn."""
-_AWAIT: Final = re.compile(rb"(?<![\w$\\])await(?![\w$\\])")
-_ESCAPE: Final = re.compile(rb"\\u")
+_WORD_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$\\")
+"""Bytes that continue a word around `await` (an escape's backslash included)."""
 _INERT: Final = frozenset({"comment", "string_fragment", "escape_sequence", "regex_pattern", "template_string"})
 """Node types where a word or an escape is text, not code."""
 _AWAIT_ALLOWED: Final = _INERT | {"await", "property_identifier", "private_property_identifier"}
@@ -196,15 +196,28 @@ def _stricter_in_a_module(document: ScriptDocument) -> bool:
     with escapes, a `new` whose callee holds `?.`."""
     data = document.data
     root = document.tree.root_node
-    for pattern, allowed in ((_AWAIT, _AWAIT_ALLOWED), (_ESCAPE, _INERT)):
-        for match in pattern.finditer(data):
-            node = root.descendant_for_byte_range(match.start(), match.end())
+    for word, allowed, whole in ((b"await", _AWAIT_ALLOWED, True), (b"\\u", _INERT, False)):
+        for start, end in _occurrences(data, word, whole=whole):
+            node = root.descendant_for_byte_range(start, end)
             if node is None or node.type not in allowed:
                 return True
     if b"?." in data and b"new" in data:
         callees = QueryCursor(_NEW_CALLEES).captures(root).get("callee", [])
         return any(has_optional_chain(callee) for callee in callees)
     return False
+
+
+def _occurrences(data: bytes, word: bytes, *, whole: bool) -> Iterator[tuple[int, int]]:
+    """The spans of `word` in `data` (`whole`: not inside a longer word). `bytes.find` rather than a
+    regular expression with look-arounds, which took ~1 ms per thousand lines."""
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if not whole or (
+            (at == 0 or data[at - 1] not in _WORD_BYTES) and (end == len(data) or data[end] not in _WORD_BYTES)
+        ):
+            yield at, end
+        at = data.find(word, end)
 
 
 def _body_compile_problems(document: ScriptDocument) -> list[SyntaxProblem]:

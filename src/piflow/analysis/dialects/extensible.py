@@ -24,7 +24,6 @@ from piflow.analysis.expressions import (
     SpreadExpr,
     effective_member,
     effective_members,
-    effective_property,
     literal_string,
     stable_name,
     static_value,
@@ -35,7 +34,7 @@ from piflow.analysis.jsliterals import is_js_integer, js_blank
 from piflow.analysis.metadata import metadata_problem
 from piflow.analysis.option_keys import check_option_keys
 from piflow.analysis.role_policy import role_model_credentials, role_policy_problem
-from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleSpec
+from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleSpec, StatementMemo
 from piflow.analysis.schemas import schema_problem
 from piflow.analysis.syntax import to_expr
 from piflow.analysis.syntax_check import syntax_problems
@@ -58,6 +57,7 @@ ROLE_CONFLICT_KEYS: Final = ("model", "thinking", "tools")
 ROLE_CONFLICT: Final = "Role agents must not specify model, thinking, or tools"
 
 CallRule = Callable[[RuleContext, Placed[CallFact]], Iterable[Finding]]
+AGENT_KINDS: Final = frozenset({"agent", "conversation"})
 
 
 # -- metadata ----------------------------------------------------------------------------------------
@@ -145,11 +145,19 @@ def check_extra_schemas(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def check_calls(ctx: RuleContext) -> Iterator[Finding]:
-    """Step 6: each call in start order through the per-call rules (their findings carry their ids)."""
-    for call in ctx.facts.calls:
-        for rule_id, rule in _CALL_RULES_BY_KIND[call.fact.kind]:
-            ctx.rule = rule_id
-            yield from rule(ctx, call)
+    """Step 6: each call in start order through the per-call rules (their findings carry their ids).
+
+    A call they found nothing wrong with is not checked again while its statement is unchanged."""
+    for statement, calls in ctx.memo.unchecked(ctx.facts, "call-checks"):
+        clean = True
+        for call in calls:
+            for rule_id, rule in _CALL_RULES_BY_KIND[call.fact.kind]:
+                ctx.rule = rule_id
+                for finding in rule(ctx, call):
+                    clean = False
+                    yield finding
+        if clean:
+            statement.clean.add("call-checks")
 
 
 def _call_range(call: Placed[CallFact]) -> tuple[int, int]:
@@ -293,6 +301,14 @@ def _resolve(ctx: RuleContext, value: str) -> ModelRef | WorkflowError:
     return result
 
 
+def resolved_model(ctx: RuleContext, value: str) -> ModelRef:
+    """The model a reference resolves to (raising why it does not), resolved once per context."""
+    resolution = _resolve(ctx, value)
+    if isinstance(resolution, WorkflowError):
+        raise resolution
+    return resolution
+
+
 def _model_candidates(ctx: RuleContext, value: str) -> set[str]:
     """What a `model:` may be changed to: names that resolve to an available model, never `value` itself."""
     caps = ctx.capabilities
@@ -400,29 +416,41 @@ _CALL_RULES_BY_KIND: Final = {
 # -- references (steps 9-12) -----------------------------------------------------------------------------
 
 
-def agent_calls(calls: Iterable[Placed[CallFact]]) -> Iterator[Placed[CallFact]]:
-    """The `agent` and `conversation` calls (the ones with agent options)."""
-    return (call for call in calls if call.fact.kind in ("agent", "conversation"))
+Members = dict[str, PropertyExpr]
+"""An agent call's effective option members: the `effective_member` of each of `AGENT_OPTION_KEYS`."""
 
 
-AgentOptions = list[tuple[Placed[CallFact], dict[str, PropertyExpr]]]
+AgentStatements = list[tuple[StatementMemo, list[tuple[Placed[CallFact], Members]]]]
 
 
-def _agent_options(ctx: RuleContext) -> AgentOptions:
-    """The agent calls with their effective option members (`effective_property` of each key), found
-    once for the rules of steps 10-12 and the role policy."""
-    found: AgentOptions | None = ctx.shared.get("agent options")
+def agent_statements(ctx: RuleContext) -> AgentStatements:
+    """The statements with `agent` or `conversation` calls, each with those calls and their option
+    members, listed once per analysis (the members once per statement: kept in its memo)."""
+    found: AgentStatements | None = ctx.shared.get("agent statements")
     if found is None:
-        found = [
-            (call, effective_members(call.fact.arg(1), AGENT_OPTION_KEYS)) for call in agent_calls(ctx.facts.calls)
-        ]
-        ctx.shared["agent options"] = found
+        found = []
+        for statement, calls in ctx.memo.statements(ctx.facts):
+            agents = [call for call in calls if call.fact.kind in AGENT_KINDS]
+            if not agents:
+                continue
+            members: list[Members] | None = statement.derived.get("agent options")
+            if members is None:
+                members = [effective_members(call.fact.arg(1), AGENT_OPTION_KEYS) for call in agents]
+                statement.derived["agent options"] = members
+            found.append((statement, list(zip(agents, members, strict=True))))
+        ctx.shared["agent statements"] = found
     return found
 
 
-def _option(members: dict[str, PropertyExpr], key: str) -> Expr | None:
+def option(members: Members, key: str) -> Expr | None:
     member = members.get(key)
     return None if member is None else member.value
+
+
+def agent_calls(ctx: RuleContext) -> Iterator[tuple[Placed[CallFact], Members]]:
+    """Every `agent` and `conversation` call in start order, with its option members."""
+    for _, agents in agent_statements(ctx):
+        yield from agents
 
 
 def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
@@ -434,41 +462,49 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
     caps = ctx.capabilities
     if caps.skip_model_availability:
         return
-    for call, members in _agent_options(ctx):
-        node = _option(members, "model")
-        requested = literal_string(node)
-        if node is None or requested is None:
+    for statement, agents in agent_statements(ctx):
+        if "model-availability" in statement.clean:
             continue
-        resolution = _resolve(ctx, requested)
-        if isinstance(resolution, WorkflowError):
-            continue
-        resolved = resolution.name
-        span = _node_range(call, node)
-        variable = None if ctx.preflight else caps.missing_credentials.get(resolved)
-        if resolved in caps.models:
-            if variable is not None:
-                message = _credentials_message(resolved, variable, blocking=False)
-                yield ctx.finding("MISSING_CREDENTIALS", message, *span, severity="warning")
-            continue
-        fixes = ctx.did_you_mean(node, call.base, requested, _model_candidates(ctx, requested))
-        if not ctx.preflight and not caps.verified_models:
-            yield ctx.finding(
-                "UNKNOWN_MODEL",
-                f"Cannot verify model {resolved}: no model registry is configured",
-                *span,
-                severity="information",
-                fixes=fixes,
-            )
-        else:
-            if variable is not None:
-                message = _credentials_message(resolved, variable, blocking=True)
-            elif requested in caps.model_aliases:
-                message = unknown_alias_error(requested, resolved, caps.settings_path).message
+        clean = True
+        for call, members in agents:
+            node = option(members, "model")
+            requested = literal_string(node)
+            if node is None or requested is None:
+                continue
+            resolution = _resolve(ctx, requested)
+            if isinstance(resolution, WorkflowError):
+                continue
+            resolved = resolution.name
+            variable = None if ctx.preflight else caps.missing_credentials.get(resolved)
+            if resolved in caps.models:
+                if variable is not None:
+                    clean = False
+                    message = _credentials_message(resolved, variable, blocking=False)
+                    yield ctx.finding("MISSING_CREDENTIALS", message, *_node_range(call, node), severity="warning")
+                continue
+            clean = False
+            span = _node_range(call, node)
+            fixes = ctx.did_you_mean(node, call.base, requested, _model_candidates(ctx, requested))
+            if not ctx.preflight and not caps.verified_models:
+                yield ctx.finding(
+                    "UNKNOWN_MODEL",
+                    f"Cannot verify model {resolved}: no model registry is configured",
+                    *span,
+                    severity="information",
+                    fixes=fixes,
+                )
             else:
-                message = f"Unknown model: {resolved}"
-            yield ctx.finding("UNKNOWN_MODEL", message, *span, fixes=fixes)
-        if ctx.preflight:
-            return
+                if variable is not None:
+                    message = _credentials_message(resolved, variable, blocking=True)
+                elif requested in caps.model_aliases:
+                    message = unknown_alias_error(requested, resolved, caps.settings_path).message
+                else:
+                    message = f"Unknown model: {resolved}"
+                yield ctx.finding("UNKNOWN_MODEL", message, *span, fixes=fixes)
+            if ctx.preflight:
+                return
+        if clean:
+            statement.clean.add("model-availability")
 
 
 def _credentials_message(model: str, variable: str, *, blocking: bool) -> str:
@@ -477,11 +513,7 @@ def _credentials_message(model: str, variable: str, *, blocking: bool) -> str:
     return f"{variable} is not set in this environment: {model} runs only on backends that need no key (scripted, pi)"
 
 
-def referenced_tools(call: Placed[CallFact]) -> Iterator[LiteralExpr]:
-    return _tool_literals(effective_property(call.fact.arg(1), "tools"))
-
-
-def _tool_literals(tools: Expr | None) -> Iterator[LiteralExpr]:
+def tool_literals(tools: Expr | None) -> Iterator[LiteralExpr]:
     if isinstance(tools, ArrayExpr):
         for element in tools.elements:
             if isinstance(element, LiteralExpr) and element.kind == "string":
@@ -491,69 +523,97 @@ def _tool_literals(tools: Expr | None) -> Iterator[LiteralExpr]:
 def check_tools(ctx: RuleContext) -> Iterator[Finding]:
     """Step 11. Quirk kept for preflight: when the first missing tool is `""`, nothing is reported."""
     available = ctx.capabilities.tools
-    for call, members in _agent_options(ctx):
-        for element in _tool_literals(_option(members, "tools")):
-            tool = element.value
-            if tool in available:
-                continue
-            if ctx.preflight:
+    for statement, agents in agent_statements(ctx):
+        if "tools" in statement.clean:
+            continue
+        clean = True
+        for call, members in agents:
+            for element in tool_literals(option(members, "tools")):
+                tool = element.value
+                if tool in available:
+                    continue
+                clean = False
+                if ctx.preflight:
+                    if tool:
+                        yield ctx.finding("UNKNOWN_TOOL", f"Unknown tool: {tool}", *_node_range(call, element))
+                    return
                 if tool:
-                    yield ctx.finding("UNKNOWN_TOOL", f"Unknown tool: {tool}", *_node_range(call, element))
-                return
-            if tool:
-                yield ctx.finding(
-                    "UNKNOWN_TOOL",
-                    f"Unknown tool: {tool}",
-                    *_node_range(call, element),
-                    fixes=ctx.did_you_mean(element, call.base, tool, available),
-                )
+                    yield ctx.finding(
+                        "UNKNOWN_TOOL",
+                        f"Unknown tool: {tool}",
+                        *_node_range(call, element),
+                        fixes=ctx.did_you_mean(element, call.base, tool, available),
+                    )
+        if clean:
+            statement.clean.add("tools")
 
 
 def check_roles(ctx: RuleContext) -> Iterator[Finding]:
     """Step 12."""
     available = ctx.capabilities.agent_types
-    for call, members in _agent_options(ctx):
-        node = _option(members, "role")
-        role = literal_string(node)
-        if node is None or role is None or role in available or js_blank(role):
-            continue  # a blank role is already an invalid option (step 6)
-        yield ctx.finding(
-            "UNKNOWN_AGENT_TYPE",
-            f"Unknown agent type: {role}",
-            *_node_range(call, node),
-            fixes=ctx.did_you_mean(node, call.base, role, available),
-        )
-        if ctx.preflight:
-            return
+    for statement, agents in agent_statements(ctx):
+        if "roles" in statement.clean:
+            continue
+        clean = True
+        for call, members in agents:
+            node = option(members, "role")
+            role = literal_string(node)
+            if node is None or role is None or role in available or js_blank(role):
+                continue  # a blank role is already an invalid option (step 6)
+            clean = False
+            yield ctx.finding(
+                "UNKNOWN_AGENT_TYPE",
+                f"Unknown agent type: {role}",
+                *_node_range(call, node),
+                fixes=ctx.did_you_mean(node, call.base, role, available),
+            )
+            if ctx.preflight:
+                return
+        if clean:
+            statement.clean.add("roles")
 
 
 def check_role_policy(ctx: RuleContext) -> Iterator[Finding]:
     """Editor lint for launch step 9: the roles a launch will check, reported at the `role:` using them.
 
     A literal role brings in its own definition; a dynamic role makes the launch check every role.
+    Statements none of whose calls brings a role in are skipped while unchanged.
     """
     caps = ctx.capabilities
+    if not caps.roles:
+        return
     reported: set[str] = set()
-    for call, members in _agent_options(ctx):
-        node = _option(members, "role")
-        role = literal_string(node)
-        if role is not None:
-            names = [role] if role in caps.roles else []
-        elif dynamic_agent_role(call.fact.arg(1)):
-            names = [name for name in caps.roles if name not in reported]
-        else:
+    verdicts: dict[str, tuple[WorkflowError | None, tuple[str, str] | None]] = {}
+    for statement, agents in agent_statements(ctx):
+        if "role-policy" in statement.clean:
             continue
-        for name in names:
-            definition = caps.roles[name]
-            problem = role_policy_problem(name, definition, caps)
-            where = _node_range(call, node)
-            if problem is not None:
-                via = "" if name == role else " (a dynamic role makes the launch check every role)"
-                yield ctx.finding(problem.code, problem.message + via, *where)
-            elif (credentials := role_model_credentials(definition, caps)) is not None:
-                message = _credentials_message(*credentials, blocking=False)
-                yield ctx.finding("MISSING_CREDENTIALS", message, *where, severity="warning")
-            reported.add(name)
+        clean = True
+        for call, members in agents:
+            node = option(members, "role")
+            role = literal_string(node)
+            if role is not None and role in caps.roles:
+                names = [role]
+            elif role is None and dynamic_agent_role(call.fact.arg(1)):
+                names = [name for name in caps.roles if name not in reported]
+            else:
+                continue
+            clean = False  # (a role brought in: later dynamic roles depend on it)
+            for name in names:
+                verdict = verdicts.get(name)
+                if verdict is None:  # (once per role: it depends on the role and the capabilities only)
+                    definition = caps.roles[name]
+                    problem = role_policy_problem(name, definition, caps)
+                    verdict = verdicts[name] = (problem, None if problem else role_model_credentials(definition, caps))
+                problem, credentials = verdict
+                if problem is not None:
+                    via = "" if name == role else " (a dynamic role makes the launch check every role)"
+                    yield ctx.finding(problem.code, problem.message + via, *_node_range(call, node))
+                elif credentials is not None:
+                    message = _credentials_message(*credentials, blocking=False)
+                    yield ctx.finding("MISSING_CREDENTIALS", message, *_node_range(call, node), severity="warning")
+                reported.add(name)
+        if clean:
+            statement.clean.add("role-policy")
 
 
 def dynamic_agent_role(options: Expr | None) -> bool:
