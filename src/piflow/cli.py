@@ -17,13 +17,12 @@ import signal
 import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from piflow import __version__
 from piflow.cli_errors import UsageError
+from piflow.collector import collector_paused
 from piflow.errors import WorkflowError
 
 EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
@@ -61,28 +60,13 @@ def registrars(argv: Sequence[str]) -> list[Registrar]:
     return [importlib.import_module(module).register for module in modules]
 
 
-@contextmanager
-def collection_paused() -> Iterator[None]:
-    """Import a command's modules without the garbage collector. They allocate ~50,000 objects that
-    live as long as the process; the ~70 collections those would trigger find no garbage and cost
-    `piflow run` 20-35 ms (the engine's modules alone, 7-10 ms). A caller's choice to run without
-    the collector stands."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="piflow", description="Language server and durable engine for agent workflow scripts."
     )
     parser.add_argument("--version", action="version", version=f"piflow {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    with collection_paused():
+    with collector_paused():
         for register in registrars(argv):
             register(commands)
     return parser
@@ -121,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def report_bug(exc: BaseException) -> None:
     """A bug of piflow's: one line for the user, the traceback in a file they can attach to a report."""
+    import traceback  # ~3 ms: only a crash pays for it (`piflow check` loads nothing else that needs it)
+
     from piflow.config.paths import state_dir  # `piflow.config` loads pydantic: only a crash pays for it here
 
     where = state_dir() / "crashes" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"

@@ -112,9 +112,9 @@ def start(args: argparse.Namespace, action: str) -> int:
     spawn = action == "run" or (action == "resume" and store.exists())  # a budget answer may run nothing
     args.early_worker = EarlyWorker(store) if spawn else None
     try:
-        from piflow.cli import collection_paused
+        from piflow.collector import collector_paused
 
-        with collection_paused():
+        with collector_paused():
             import anyio
 
             from piflow import cli_runs

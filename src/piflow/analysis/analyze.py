@@ -10,6 +10,7 @@ from piflow.analysis.dialects import detect_dialect
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.findings import Finding
 from piflow.analysis.rules import UNSET, Dialect, RuleContext, RuleMemo
+from piflow.collector import collector_paused
 
 
 def rule_context(
@@ -63,6 +64,8 @@ def analyze(text: str, capabilities: Capabilities, dialect: str | None = None, c
 
     `compile=True` adds the engine check (the reference's parser and a body compile): exact
     syntax messages and the early errors the tree-sitter walk misses, at tens of milliseconds per
-    thousand lines; the language server runs it on open and save only.
+    thousand lines; the language server runs it on open and save only. The document is thrown
+    away, so the collector is held off while it lives (`piflow check`: see `collector.py`).
     """
-    return analyze_document(ScriptDocument(text), capabilities, dialect, compile)
+    with collector_paused():
+        return analyze_document(ScriptDocument(text), capabilities, dialect, compile)

@@ -8,12 +8,12 @@ from typing import Any
 
 from piflow.analysis.analyze import rule_context, run_rules
 from piflow.analysis.capabilities import Capabilities
-from piflow.analysis.collector import collector_paused
 from piflow.analysis.dialects import extensible
 from piflow.analysis.document import ScriptDocument
 from piflow.analysis.expressions import UNKNOWN, literal_string, static_value
 from piflow.analysis.metadata import validate_workflow_metadata
 from piflow.analysis.rules import RuleContext
+from piflow.collector import collector_paused
 from piflow.errors import WorkflowError
 
 

@@ -1,4 +1,5 @@
-"""`preflight` holds the cyclic garbage collector off while it runs, and always gives it back."""
+"""`preflight`, `analyze` of a text and a command's imports hold the cyclic garbage collector off while
+they run, and always give it back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import threading
 import pytest
 
 from piflow import Capabilities, WorkflowError, preflight
-from piflow.analysis.collector import collector_paused
+from piflow.analysis import analyze
+from piflow.collector import collector_paused
 
 CAPS = Capabilities.create(models=["openai/gpt"], tools=["read"])
 
@@ -19,6 +21,12 @@ def test_preflight_turns_the_collector_back_on_after_success_and_failure() -> No
     assert gc.isenabled()
     with pytest.raises(WorkflowError):
         preflight('await agent("a", { model: "openai/nope" });', CAPS)
+    assert gc.isenabled()
+
+
+def test_analyzing_a_text_turns_the_collector_back_on() -> None:
+    findings = analyze('await agent("a", { model: "openai/nope" });', CAPS)
+    assert [finding.code for finding in findings] == ["UNKNOWN_MODEL"]
     assert gc.isenabled()
 
 
