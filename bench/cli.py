@@ -13,9 +13,11 @@ does for a user. Targets (issue: speed): check <= 0.25 s, run <= 0.35 s, resume 
 
 On a loaded machine compare two trees in one run: `--against DIR` (a copy of an older `src/`)
 alternates every sample between that tree and this one, so both see the same load; each line
-then gives the median and the minimum of both.
+then gives the median and the minimum of both. `--instructions` counts what the command's own
+process executes instead (valgrind's callgrind, millions of instructions; its worker not
+included): a load the machine is under does not change it, so a change of a few milliseconds shows.
 
-Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000] [--against DIR]`.
+Run: `.venv/bin/python bench/cli.py [--runs N] [--agents 100 10000] [--against DIR] [--instructions]`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import argparse
 import compileall
 import json
 import os
+import re
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -49,6 +53,21 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
     if done.returncode not in (0, 1):
         raise SystemExit(f"piflow {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def counted(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """`--instructions`: millions of instructions the command's process ran (callgrind; the worker it
+    starts is not followed), as a (count, count) sample."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *PIFLOW, *argv]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode not in (0, 1) or found is None:
+        raise SystemExit(f"piflow {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    millions = int(found.group(1)) / 1e6
+    return millions, millions
 
 
 WORKER_READY = """
@@ -109,12 +128,15 @@ def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
     return run_id
 
 
-def report(what: str, target: str, samples: dict[str, list[tuple[float, float]]]) -> None:
+def report(what: str, target: str, samples: dict[str, list[tuple[float, float]]], instructions: bool = False) -> None:
     """One line: the median wall time (and, when comparing trees, the minimum) of each tree's samples,
-    and the median CPU time, which a loaded machine inflates far less than the wall time."""
+    and the median CPU time, which a loaded machine inflates far less than the wall time; with
+    `instructions`, the median (and minimum) millions of instructions."""
 
     def figures(values: list[tuple[float, float]], least: bool) -> str:
         walls = [wall for wall, _ in values]
+        if instructions:
+            return f"{statistics.median(walls):7.1f} M instructions (min {min(walls):.1f})"
         cpu = statistics.median(cpu for _, cpu in values)
         low = f" (min {min(walls):.3f})" if least else ""
         return f"{statistics.median(walls):6.3f}{low} s, cpu {cpu:.3f} s"
@@ -132,16 +154,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--agents", type=int, nargs="*", default=[100, 10_000])
     parser.add_argument("--against", type=Path, metavar="DIR", help="a baseline tree to alternate with (its src/)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the command's instructions with callgrind instead of timing it")
     args = parser.parse_args()
+    measure = counted if args.instructions else timed
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env = dict(os.environ)
         env.update(HOME=str(root / "home"), XDG_STATE_HOME=str(root / "state"), XDG_CONFIG_HOME=str(root / "config"))
         env.pop("PI_CODING_AGENT_DIR", None)
         trees = {"now": env}
+        # A tree's bytecode may be stale (edited since, or a copy), and with PYTHONDONTWRITEBYTECODE
+        # each changed module would be recompiled at every start: compile it once, as an installed
+        # tree is.
+        compileall.compile_dir(Path(__file__).resolve().parents[1] / "src", quiet=1)
         if args.against is not None:
-            # A copied tree's bytecode is stale, and with PYTHONDONTWRITEBYTECODE it would be
-            # recompiled at every start: compile it once, as an installed tree is.
             compileall.compile_dir(args.against, quiet=1)
             # Each tree its own run store: the trees' store schemas may differ.
             baseline = {"PYTHONPATH": str(args.against.resolve()), "XDG_STATE_HOME": str(root / "state-baseline")}
@@ -157,8 +184,8 @@ def main() -> int:
             samples: dict[str, list[tuple[float, float]]] = {tree: [] for tree in trees}
             for _ in range(args.runs):
                 for tree, tree_env in trees.items():
-                    samples[tree].append(timed(argv, project, tree_env))
-            report(what, target, samples)
+                    samples[tree].append(measure(argv, project, tree_env))
+            report(what, target, samples, args.instructions)
         for n in args.agents:
             script = f"fan-{n}.workflow.js"
             (project / script).write_text(fan_out_script(n))
@@ -167,8 +194,10 @@ def main() -> int:
                 for tree, tree_env in trees.items():
                     run_id = interrupted_run(project, script, tree_env)
                     resume = ["resume", run_id, "--answer", "done=approve", "--json"]
-                    samples[tree].append(timed(resume, project, tree_env))
-            report(f"piflow resume, {n:>6} agents:", "0.18 s" if n <= 100 else "2 s", samples)
+                    samples[tree].append(measure(resume, project, tree_env))
+            report(f"piflow resume, {n:>6} agents:", "0.18 s" if n <= 100 else "2 s", samples, args.instructions)
+        if args.instructions:
+            return 0
         samples = {tree: [worker_ready(tree_env) for _ in range(args.runs)] for tree in trees}
         report("worker spawn -> first result:", "the floor", samples)
     return 0

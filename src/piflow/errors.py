@@ -107,32 +107,34 @@ _TEMPLATES: Final[dict[str, str]] = {
     "INTERNAL_ERROR": "The workflow encountered an internal error: {}.",
 }
 
-_PREFIX_STRIPS: Final[dict[str, re.Pattern[str]]] = {
-    "UNKNOWN_MODEL": re.compile(r"^(?:Unknown model:|Unknown model for role [^:]*:|Invalid model spec:)\s*"),
-    "UNKNOWN_TOOL": re.compile(r"^Unknown tool:\s*"),
-    "UNKNOWN_AGENT_TYPE": re.compile(r"^Unknown agent role:\s*"),
+# Patterns as text: `re` compiles each on a failure's first rendering and caches it, so a process
+# that renders none (every run that succeeds) never compiles them.
+_PREFIX_STRIPS: Final[dict[str, str]] = {
+    "UNKNOWN_MODEL": r"^(?:Unknown model:|Unknown model for role [^:]*:|Invalid model spec:)\s*",
+    "UNKNOWN_TOOL": r"^Unknown tool:\s*",
+    "UNKNOWN_AGENT_TYPE": r"^Unknown agent role:\s*",
 }
 
-_CODE_WORDS = re.compile(r"\b(?:" + "|".join(ERROR_CODES) + r")\b(?::\s*)?")
-_UPPER_PREFIX = re.compile(r"^[A-Z][A-Z0-9_]*:\s*")
-_RUN_ID = re.compile(r"^Run \S+(?= (?:exceeded|is)\b)")
-_UUID_LIKE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F-]{27,}")
-_PI_SESSION = re.compile(r"^Pi session \S+(?= (?:is|has)\b)")
-_TRAILING_IDS = re.compile(
+_CODE_WORDS: Final = r"\b(?:" + "|".join(ERROR_CODES) + r")\b(?::\s*)?"
+_UPPER_PREFIX: Final = r"^[A-Z][A-Z0-9_]*:\s*"
+_RUN_ID: Final = r"^Run \S+(?= (?:exceeded|is)\b)"
+_UUID_LIKE: Final = r"\b[0-9a-fA-F]{8}-[0-9a-fA-F-]{27,}"
+_PI_SESSION: Final = r"^Pi session \S+(?= (?:is|has)\b)"
+_TRAILING_IDS: Final = (
     r"((?:Unknown scheduler run|Missing production ownership record|Persisted agent belongs to another run)):\s*\S+"
 )
-_KEYED_TOKENS = re.compile(r"\b(?:runId|sessionId|callSite|occurrence|failedAt|id)\s*[:=]\s*\S+")
+_KEYED_TOKENS: Final = r"\b(?:runId|sessionId|callSite|occurrence|failedAt|id)\s*[:=]\s*\S+"
 
 
 def _detail(message: str) -> str:
-    text = _CODE_WORDS.sub("", message)
-    text = _UPPER_PREFIX.sub("", text.lstrip())
+    text = re.sub(_CODE_WORDS, "", message)
+    text = re.sub(_UPPER_PREFIX, "", text.lstrip())
     text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("at "))
-    text = _RUN_ID.sub("Run", text.strip())
-    text = _UUID_LIKE.sub("the workflow", text)
-    text = _PI_SESSION.sub("session", text)
-    text = _TRAILING_IDS.sub(r"\1", text)
-    text = _KEYED_TOKENS.sub("", text)
+    text = re.sub(_RUN_ID, "Run", text.strip())
+    text = re.sub(_UUID_LIKE, "the workflow", text)
+    text = re.sub(_PI_SESSION, "session", text)
+    text = re.sub(_TRAILING_IDS, r"\1", text)
+    text = re.sub(_KEYED_TOKENS, "", text)
     text = " ".join(text.split())
     return text or "No further details were provided"
 
@@ -155,7 +157,7 @@ def format_workflow_failure(error: object) -> str:
             return _sentence("The workflow session is already in use: {}.", detail)
         strip = _PREFIX_STRIPS.get(error.code)
         if strip is not None:
-            detail = strip.sub("", detail) or detail
+            detail = re.sub(strip, "", detail) or detail
         return _sentence(_TEMPLATES[error.code], detail)
     if isinstance(error, BaseException):
         return str(error) or "The workflow failed without an error message."

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from piflow.config.files import CONFIG_LIMIT, FileRefused, InvalidUtf8, read_text
 from piflow.config.paths import PROJECT_CONFIG_NAME, expand_home, user_config_path
-from piflow.config.settings import validate_model_aliases
 from piflow.errors import WorkflowError
 from piflow.lazy import export_lazily
 
@@ -163,6 +162,8 @@ def _read_piflow_file(path: Path, allow_trusted_projects: bool) -> tuple[PiflowF
         location = tuple(first["loc"])
         line = _key_line(text, location)
         raise WorkflowError("CONFIG_ERROR", f"{path}:{line}: {_describe(first, location)}") from None
+    from piflow.config.settings import validate_model_aliases  # after the spawn: an owner needs only the store's place
+
     for name, target in parsed.model_aliases.items():
         try:
             validate_model_aliases({name: target}, str(path))

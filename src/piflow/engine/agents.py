@@ -62,28 +62,6 @@ def audited_setup(summary: AttemptSetup, system_prompt: str | None, resources: R
     )
 
 
-def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:
-    """The `agent-state-changed` fields of an agent now in `rec.state` (spec I)."""
-    payload: dict[str, Any] = {
-        "agentId": rec.id,
-        "displayLabel": rec.label or rec.name,
-        "structuralPath": rec.structural_path,
-        "state": rec.state,
-        "attempt": rec.attempts,
-    }
-    if rec.role is not None:
-        payload["role"] = rec.role
-    if rec.worktree_owner is not None:
-        payload["worktreeOwner"] = rec.worktree_owner
-    if rec.parent_id is not None:
-        payload["parentId"] = rec.parent_id
-    if rec.parent_breadcrumb is not None:
-        payload["parentBreadcrumb"] = rec.parent_breadcrumb
-    if previous is not None:
-        payload["previousState"] = previous
-    return payload
-
-
 _IDENTITY_CHECKS: tuple[tuple[str, str], ...] = (
     ("model", "Conversation model changed"),
     ("policy", "Conversation execution policy changed"),
@@ -289,7 +267,7 @@ class AgentRunner:
             raise failure
 
     def _emit_state(self, previous: str | None, rec: AgentRecord) -> None:
-        self.run.emit(events.AGENT_STATE_CHANGED, agent_state_payload(rec, previous))
+        self.run.emit(events.AGENT_STATE_CHANGED, events.agent_state_payload(rec, previous))
 
     def _update(self, **fields: Any) -> None:
         """Stage a change of this agent's record (and its state event when state or attempts change)."""

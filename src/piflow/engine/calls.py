@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from piflow.engine import events
-from piflow.engine.agents import AgentRunner
 from piflow.engine.journal import OperationKind, agent_path, conversation_id, conversation_name, turn_path
 from piflow.engine.resolution import resolve_agent
 from piflow.engine.worker.protocol import (
@@ -214,6 +213,8 @@ class CallServer:
                     raise WorkflowError("RESUME_INCOMPATIBLE", "Completed conversation turn has no persisted head")
             return recorded.value
         spec = resolve_agent(options, run.resolution, "conversation" if kind is OperationKind.TURN else "agent")
+        from piflow.engine.agents import AgentRunner  # a resume that only replays never loads the agent machinery
+
         await run.lifecycle.enter()
         try:
             runner = AgentRunner(

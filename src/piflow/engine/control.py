@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from piflow.engine import events
-from piflow.engine.agents import agent_state_payload
 from piflow.engine.lifecycle import IRREVERSIBLE, AgentState, CheckpointState, RunState
 from piflow.engine.runs import base_payload
 from piflow.engine.store import RunRecord, RunStore
@@ -112,5 +111,5 @@ def cancel_abandoned_agents(store: RunStore, record: RunRecord) -> None:
         for agent in store.cancel_unsettled_agents(record.id, error):
             cancelled = replace(agent, state=AgentState.CANCELLED, activity=None, error=error)
             store.append_event(record.id, events.AGENT_STATE_CHANGED, {
-                **base_payload(record), **agent_state_payload(cancelled, agent.state),
+                **base_payload(record), **events.agent_state_payload(cancelled, agent.state),
             })

@@ -22,7 +22,7 @@ from piflow.analysis.budget import (
     validate_budget_patch,
 )
 from piflow.engine import control, events
-from piflow.engine.backends import create_backend
+from piflow.engine.backends import DeferredBackend, create_backend
 from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import LaunchEnvironment, load_environment
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
@@ -398,18 +398,21 @@ class Engine:
     ) -> None:
         """Re-check the launch snapshot (spec F.3) while the worker compiles its script, then run it again
         from the top."""
+        stored_snapshot = dict(snapshot)
         snapshot, warning = check_cold_resume(snapshot, env)
         if worker.instrumentation is not None:  # made now if the snapshot had none for this piflow
             snapshot["instrumented"] = worker.instrumentation.to_json()
-        self.store.replace_snapshot(record.id, snapshot)
+        if snapshot != stored_snapshot:  # an unchanged one is not re-encoded (a 10,000-agent one is ~1 MB)
+            self.store.replace_snapshot(record.id, snapshot)
         self.store.acquire_lease(record.id, self.token, os.getpid())
         control.cancel_abandoned_agents(self.store, record)
         if version is not None:
             self.store.update_run(record.id, budget=budget or None, budget_version=version)
         stored = self.store.get_run(record.id)
         assert stored is not None
-        backend = create_backend(snapshot.get("backend") or env.backend, snapshot.get("fixtures"), env,
-                                 self._transcripts, self.extensions.agent_tools())
+        backend = DeferredBackend(lambda: create_backend(snapshot.get("backend") or env.backend,
+                                                         snapshot.get("fixtures"), env, self._transcripts,
+                                                         self.extensions.agent_tools()))
         run = self._activate(stored, snapshot, backend, env, worker, resumed=True)
         run.variables = variables
         if warning:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from piflow.engine.store import AgentRecord
 
 RUN_STARTED: Final = "workflow:run-started"
 RUN_RESUMED: Final = "workflow:run-resumed"
@@ -21,6 +24,28 @@ RUN_LOG: Final = "piflow:log"
 RUN_WARNING: Final = "piflow:warning"
 # Requests written by a process that does not own the run; the owner carries them out.
 CONTROL_REQUEST: Final = "piflow:control"
+
+
+def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:
+    """The `agent-state-changed` fields of an agent now in `rec.state` (spec I)."""
+    payload: dict[str, Any] = {
+        "agentId": rec.id,
+        "displayLabel": rec.label or rec.name,
+        "structuralPath": rec.structural_path,
+        "state": rec.state,
+        "attempt": rec.attempts,
+    }
+    if rec.role is not None:
+        payload["role"] = rec.role
+    if rec.worktree_owner is not None:
+        payload["worktreeOwner"] = rec.worktree_owner
+    if rec.parent_id is not None:
+        payload["parentId"] = rec.parent_id
+    if rec.parent_breadcrumb is not None:
+        payload["parentBreadcrumb"] = rec.parent_breadcrumb
+    if previous is not None:
+        payload["previousState"] = previous
+    return payload
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -82,8 +81,9 @@ def lower_own_priority() -> None:
 
 def _provisional_log(store_location: Path) -> Path:
     """Where a worker spawned before its run has an id logs: beside the runs, moved to the run's
-    directory once the run exists (`WorkerProcess.move_log`)."""
-    return store_location.parent / "runs" / f".starting-{uuid.uuid4().hex}.log"
+    directory once the run exists (`WorkerProcess.move_log`). A random name (`uuid` loads `platform`:
+    the engine imports it after the spawn)."""
+    return store_location.parent / "runs" / f".starting-{os.urandom(16).hex()}.log"
 
 
 async def spawn_worker(store_location: Path) -> WorkerProcess:

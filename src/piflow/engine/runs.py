@@ -7,12 +7,11 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from piflow.engine import events
-from piflow.engine.backends.base import AgentBackend
 from piflow.engine.budgets import BudgetTracker
 from piflow.engine.calls import CallServer, checkpoint_notice
 from piflow.engine.extensions import ExtensionRegistry, resolve_variables
@@ -29,6 +28,9 @@ from piflow.engine.worker.client import WorkerProcess
 from piflow.engine.worker.protocol import FunctionCall
 from piflow.engine.worktrees import RunWorktrees
 from piflow.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from piflow.engine.backends.base import AgentBackend
 
 _CLOCK_STATES = frozenset({RunState.RUNNING, RunState.PAUSING})
 """While a run is in these states its budget's duration clock runs."""

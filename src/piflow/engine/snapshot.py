@@ -182,7 +182,9 @@ def check_cold_resume(snapshot: dict[str, Any], env: LaunchEnvironment) -> tuple
     )
     warning = "Model alias mappings changed on resume: " + "; ".join(changes) if changes else None
     updated = {**snapshot, "modelAliases": dict(env.model_aliases), "settingsPath": env.settings_path,
-               "blockedAliases": blocked, "preflightDigest": digest}
+               "preflightDigest": digest}
+    if blocked or "blockedAliases" in snapshot:  # none blocked reads as absent: an unchanged snapshot stays equal
+        updated["blockedAliases"] = blocked
     return updated, warning
 
 

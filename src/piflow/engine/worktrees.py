@@ -248,6 +248,8 @@ class RunWorktrees:
         return await anyio.to_thread.run_sync(self.commit, owner, message)
 
     async def changed_async(self) -> list[WorktreeRecord]:
+        if not self._records():  # no worktree, nothing to ask git: no thread to start (and stop) either
+            return []
         return await anyio.to_thread.run_sync(self.changed)
 
     async def remove_all_async(self) -> RemovedWorktrees:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piflow.engine.backends.base import AgentBackend, AttemptControl, AttemptRequest
-from piflow.engine.backends.scripted import Fixtures, ScriptedBackend
 from piflow.errors import WorkflowError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the types only: a resume whose agents all replay loads no backend code
+    from piflow.engine.backends.base import AgentBackend, AttemptControl, AttemptRequest
     from piflow.engine.environment import LaunchEnvironment
     from piflow.engine.tools.registry import Tool
 
@@ -46,10 +46,36 @@ class RoutingBackend:
         return state
 
 
+class DeferredBackend:
+    """A resumed run's backend, made when an attempt first needs it: a resume whose agents all replay
+    never imports it (the openai and pi backends take 55-65 ms to import). Everything else, `steer`
+    included, is the made backend's own."""
+
+    name: str
+    """The made backend's (read through `__getattr__`)."""
+
+    def __init__(self, make: Callable[[], AgentBackend]) -> None:
+        self._make = make
+
+    @cached_property
+    def backend(self) -> AgentBackend:
+        return self._make()
+
+    async def run_attempt(self, request: AttemptRequest, control: AttemptControl) -> Any:
+        return await self.backend.run_attempt(request, control)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_make", "backend"):  # not the made backend's: no recursion
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+
 def _single(
     name: str, fixtures: str | None, env: LaunchEnvironment, transcripts: Path, tools: Mapping[str, Tool]
 ) -> AgentBackend:
     if name == "scripted":
+        from piflow.engine.backends.scripted import Fixtures, ScriptedBackend
+
         return ScriptedBackend(Fixtures.load(fixtures) if fixtures else None)
     if name == "openai":
         from piflow.engine.backends.openai import OpenAIBackend
