@@ -420,7 +420,10 @@ Members = dict[str, PropertyExpr]
 """An agent call's effective option members: the `effective_member` of each of `AGENT_OPTION_KEYS`."""
 
 
-AgentStatements = list[tuple[StatementMemo, list[tuple[Placed[CallFact], Members]]]]
+AgentStatement = tuple[StatementMemo, list[tuple[Placed[CallFact], Members]]]
+"""A statement's memo and its agent calls, each with its option members."""
+
+AgentStatements = list[AgentStatement]
 
 
 def agent_statements(ctx: RuleContext) -> AgentStatements:
@@ -440,6 +443,12 @@ def agent_statements(ctx: RuleContext) -> AgentStatements:
             found.append((statement, list(zip(agents, members, strict=True))))
         ctx.shared["agent statements"] = found
     return found
+
+
+def unchecked_agents(ctx: RuleContext, rule: str) -> Iterator[AgentStatement]:
+    """The statements with agent calls, except those `rule` found clean while unchanged; the rule marks
+    a statement clean (`statement.clean.add(rule)`) when it found nothing wrong with its calls."""
+    return ((statement, agents) for statement, agents in agent_statements(ctx) if rule not in statement.clean)
 
 
 def option(members: Members, key: str) -> Expr | None:
@@ -462,9 +471,7 @@ def check_model_availability(ctx: RuleContext) -> Iterator[Finding]:
     caps = ctx.capabilities
     if caps.skip_model_availability:
         return
-    for statement, agents in agent_statements(ctx):
-        if "model-availability" in statement.clean:
-            continue
+    for statement, agents in unchecked_agents(ctx, "model-availability"):
         clean = True
         for call, members in agents:
             node = option(members, "model")
@@ -523,9 +530,7 @@ def tool_literals(tools: Expr | None) -> Iterator[LiteralExpr]:
 def check_tools(ctx: RuleContext) -> Iterator[Finding]:
     """Step 11. Quirk kept for preflight: when the first missing tool is `""`, nothing is reported."""
     available = ctx.capabilities.tools
-    for statement, agents in agent_statements(ctx):
-        if "tools" in statement.clean:
-            continue
+    for statement, agents in unchecked_agents(ctx, "tools"):
         clean = True
         for call, members in agents:
             for element in tool_literals(option(members, "tools")):
@@ -551,9 +556,7 @@ def check_tools(ctx: RuleContext) -> Iterator[Finding]:
 def check_roles(ctx: RuleContext) -> Iterator[Finding]:
     """Step 12."""
     available = ctx.capabilities.agent_types
-    for statement, agents in agent_statements(ctx):
-        if "roles" in statement.clean:
-            continue
+    for statement, agents in unchecked_agents(ctx, "roles"):
         clean = True
         for call, members in agents:
             node = option(members, "role")
@@ -584,9 +587,7 @@ def check_role_policy(ctx: RuleContext) -> Iterator[Finding]:
         return
     reported: set[str] = set()
     verdicts: dict[str, tuple[WorkflowError | None, tuple[str, str] | None]] = {}
-    for statement, agents in agent_statements(ctx):
-        if "role-policy" in statement.clean:
-            continue
+    for statement, agents in unchecked_agents(ctx, "role-policy"):
         clean = True
         for call, members in agents:
             node = option(members, "role")
