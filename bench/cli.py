@@ -1,15 +1,18 @@
 """Process-level latency of the commands a user waits for, as the user runs them (a fresh `piflow` each time).
 
-Prints the median wall time (and CPU time) of: `piflow check` of a one-agent script, `piflow run` of that script to
-completion (scripted backend), and `piflow resume` of an interrupted run of an N-agent fan-out (its
-owner killed with SIGKILL at a checkpoint) until the run has completed again — every journaled
-agent replayed, none re-run. Then the floor under both: how long a worker takes from its spawn to a
-trivial script's result (its interpreter, imports and QuickJS start-up), which `run` and `resume`
-overlap with their own start-up but wait for when it is longer.
+Prints the median wall time (and CPU time) of: `piflow --version` (start-up alone), `piflow check` of a
+one-agent script, `piflow run` of that script to completion (scripted backend), `piflow runs` (the
+project's finished one-agent runs) and `piflow show` of one of them, and `piflow resume` of an
+interrupted run of an N-agent fan-out (its owner killed with SIGKILL at a checkpoint) until the run
+has completed again — every journaled agent replayed, none re-run. Then the floor under `run` and
+`resume`: how long a worker takes from its spawn to a trivial script's result (its interpreter,
+imports and QuickJS start-up), which they overlap with their own start-up but wait for when it is
+longer.
 
 Each command starts a new Python process, so import time counts, as it
 does for a user. Targets (issue: speed): check <= 0.25 s, run <= 0.35 s, resume of 100 agents <=
-0.18 s and of 10,000 agents <= 2 s.
+0.18 s and of 10,000 agents <= 2 s; and for the commands that only read the store or answer at once
+(import only what they run): --version <= 0.05 s, runs and show <= 0.10 s.
 
 On a loaded machine compare two trees in one run: `--against DIR` (a copy of an older `src/`)
 alternates every sample between that tree and this one, so both see the same load; each line
@@ -96,6 +99,14 @@ def worker_ready(env: dict[str, str]) -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
+def finished_run(project: Path, env: dict[str, str]) -> str:
+    """The id of a one-agent run started and finished for the purpose (`piflow show` shows it)."""
+    done = subprocess.run([*PIFLOW, "run", "one.workflow.js", "--json"], cwd=project, env=env, capture_output=True,
+                          text=True, check=True)
+    run_id: str = json.loads(done.stdout.splitlines()[-1])["runId"]
+    return run_id
+
+
 def interrupted_run(project: Path, script: str, env: dict[str, str]) -> str:
     """Start `script`, wait until it awaits its checkpoint, SIGKILL its owner: an interrupted run's id.
 
@@ -177,14 +188,21 @@ def main() -> int:
         project.mkdir()
         (project / "one.workflow.js").write_text(ONE_AGENT)
         commands = {
+            "piflow --version:": (["--version"], "0.05 s"),
             "piflow check, one agent:": (["check", "one.workflow.js"], "0.25 s"),
             "piflow run, one agent, to completion:": (["run", "one.workflow.js", "--json"], "0.35 s"),
+            "piflow runs, finished one-agent runs:": (["runs"], "0.10 s"),
+            "piflow show, a finished one-agent run:": (["show", "{run}"], "0.10 s"),
         }
+        shown: dict[str, str] = {}  # each tree's run to show (each tree has its own store)
         for what, (argv, target) in commands.items():
+            if "{run}" in argv and not shown:
+                shown = {tree: finished_run(project, tree_env) for tree, tree_env in trees.items()}
             samples: dict[str, list[tuple[float, float]]] = {tree: [] for tree in trees}
             for _ in range(args.runs):
                 for tree, tree_env in trees.items():
-                    samples[tree].append(measure(argv, project, tree_env))
+                    command = [arg.replace("{run}", shown.get(tree, "")) for arg in argv]
+                    samples[tree].append(measure(command, project, tree_env))
             report(what, target, samples, args.instructions)
         for n in args.agents:
             script = f"fan-{n}.workflow.js"

@@ -27,7 +27,7 @@ return draft;
 SPAWN_PROBE = """
 import json, sys
 from piflow.engine.worker import command
-HEAVY = ("piflow.cli_runs", "piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views",
+HEAVY = ("piflow.cli_owning", "piflow.cli_runs", "piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views",
          "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability",
          "anyio", "piflow.engine.worker.protocol", "piflow.engine.worker.client")
 start, spawned = command.start_worker, []

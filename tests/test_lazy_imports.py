@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter, since what a process has imported is the
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -216,7 +217,7 @@ def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(
 
 
 def test_run_commands_share_usage_errors_without_importing_check() -> None:
-    assert loaded("import piflow.cli_runs", ["piflow.cli_check"]) == []
+    assert loaded("import piflow.cli_runs, piflow.cli_owning", ["piflow.cli_check"]) == []
 
 
 def test_a_dialect_module_loads_only_for_a_script_of_its_dialect() -> None:
@@ -239,8 +240,9 @@ def test_a_dialect_module_loads_only_for_a_script_of_its_dialect() -> None:
 
 def test_run_and_resume_parse_their_arguments_without_the_engine_or_the_analysis() -> None:
     """What `piflow run`/`resume` import before they spawn the run's worker (`cli_owner`)."""
-    heavy = ["piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views", "piflow.cli_runs",
-             "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability", "dukpy",
+    heavy = ["piflow.engine.engine", "piflow.engine.runs", "piflow.engine.views", "piflow.cli_owning",
+             "piflow.cli_runs", "piflow.analysis.launch", "piflow.analysis.dialects", "piflow.config.availability",
+             "dukpy",
              # pi's settings and `uuid` (which loads `platform`) come after the spawn
              "piflow.config.settings", "uuid"]
     code = "from piflow.cli import build_parser\nbuild_parser(['run', 'x.workflow.js'])\nbuild_parser(['resume', 'x'])"
@@ -250,6 +252,27 @@ def test_run_and_resume_parse_their_arguments_without_the_engine_or_the_analysis
 def test_run_commands_do_not_import_the_language_server() -> None:
     code = "from piflow.cli import main\nassert main(['runs', '--help']) == 0"
     assert loaded(code, ["piflow.server.app", "pygls", "lsprotocol"]) == []
+
+
+EXECUTION = ["asyncio", "anyio", "piflow.engine.engine", "piflow.engine.runs", "piflow.engine.worker.client",
+             "piflow.analysis.analyze", "piflow.analysis.capabilities", "pydantic", "piflow.cli_follow",
+             "piflow.cli_owner"]
+"""What runs a workflow or analyses a script: a command that only reads or controls runs loads none of it."""
+
+
+def test_version_answers_without_loading_any_command() -> None:
+    code = "from piflow.cli import main\nassert main(['--version']) == 0"
+    assert loaded(code, [*EXECUTION, "piflow.cli_runs", "piflow.cli_check", "piflow.engine.store"]) == []
+
+
+def test_reading_and_controlling_a_run_loads_neither_the_engine_nor_anyio_nor_the_analysis(tmp_path: Path) -> None:
+    (tmp_path / "one.workflow.js").write_text("return await agent('hello', {label: 'a'});\n", encoding="utf-8")
+    out = run_python("from piflow.cli import main\nassert main(['run', 'one.workflow.js', '--json']) == 0", tmp_path)
+    run_id = json.loads(out.splitlines()[-1])["runId"]
+    for argv, code in ((["runs"], 0), (["runs", "--json"], 0), (["show", run_id], 0), (["show", run_id, "--json"], 0),
+                       (["stop", run_id], 0), (["approve", run_id, "ship"], 1), (["reject", run_id, "ship"], 1)):
+        command = f"from piflow.cli import main\nassert main({argv!r}) == {code}"
+        assert loaded(command, EXECUTION, tmp_path) == [], argv
 
 
 def test_the_command_table_names_every_command_in_help_order() -> None:

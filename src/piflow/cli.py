@@ -3,7 +3,8 @@
 Each subcommand module exposes `register(commands)`, adding its parser(s) to argparse's
 subcommands and setting `handler=<function(args) -> exit code>`. To add a command, name its module
 in `COMMANDS`. Only the module of the command being run is imported (`piflow check` never loads
-the engine, `piflow run` never loads the server); help and usage errors load them all.
+the engine, `piflow run` never loads the server, `piflow --version` none); help and usage errors
+load them all.
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ Registrar = Callable[[Any], None]
 # exiting process needs back; objects are still released (files, the store) by reference counting.
 atexit.register(gc.freeze)
 
-_RUNS: Final = "piflow.cli_runs"
 COMMANDS: Final[dict[str, str]] = {
     "check": "piflow.cli_check",
-    **dict.fromkeys(("run", "resume"), "piflow.cli_owner"),  # light: the worker spawns before the engine loads
-    **dict.fromkeys(("runs", "show", "pause", "stop", "approve", "reject", "budget"), _RUNS),
+    **dict.fromkeys(("run", "resume", "budget"), "piflow.cli_owner"),  # light: the worker spawns before the engine
+    **dict.fromkeys(("runs", "show", "pause", "stop", "approve", "reject"), "piflow.cli_runs"),  # no anyio, no engine
     **dict.fromkeys(("delete", "gc"), "piflow.cli_gc"),
     "doctor": "piflow.cli_doctor",
     "worker": "piflow.cli_worker",
@@ -50,12 +50,15 @@ COMMANDS: Final[dict[str, str]] = {
 
 
 def registrars(argv: Sequence[str]) -> list[Registrar]:
-    """The `register` functions `argv` needs: its command's module alone, or every module.
+    """The `register` functions `argv` needs: its command's module alone, none, or every module.
 
     The top-level options take no value, so the first argument that is not an option is the
-    command; without a known one (help, a typo) every command is registered, to be listed.
+    command; `--version` without one needs no command (and answers before the engine or the
+    analysis would load); without a known one (help, a typo) every command is registered, to be listed.
     """
     command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command is None and "--version" in argv and not {"-h", "--help"} & set(argv):
+        return []
     modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     return [importlib.import_module(module).register for module in modules]
 

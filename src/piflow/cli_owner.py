@@ -1,11 +1,11 @@
-"""`piflow run` and `piflow resume`: the arguments' checks, then the run's owner (this process, or a
-detached one it starts).
+"""`piflow run`, `resume` and `budget`: the arguments' checks, then the run's owner (this process,
+or a detached one it starts).
 
 An owner starts its run's worker before it has an event loop or imports the engine
 (`engine/owner.py`), so the worker's interpreter, imports and compile overlap the owner's own
 start-up. This module therefore imports only what comes before the spawn: the checks, the
-executor's choice and the store's location. anyio, the engine and the rest of the run commands
-(`cli_runs`) are imported once the worker is starting.
+executor's choice and the store's location. anyio, the engine and what the owner does
+(`cli_owning`) are imported once the worker is starting.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def start(args: argparse.Namespace, action: str) -> int:
         if action == "budget":
             return executor.budget(args)
         if action == "run":
-            from piflow.cli_runs import launch_request
+            from piflow.cli_owning import launch_request
 
             return executor.run(launch_request(args), args)
         return executor.control(args, "resume")
@@ -117,12 +117,12 @@ def start(args: argparse.Namespace, action: str) -> int:
         with collector_paused():
             import anyio
 
-            from piflow import cli_runs
+            from piflow import cli_owning
         # What start-up made lives as long as the process: the run's collections skip it (a
         # 10,000-agent resume's took ~40 ms more CPU scanning it over and over).
         gc.freeze()
         try:
-            return int(anyio.run(cli_runs.owning, cli_runs.OWNER_ACTIONS[action], args))
+            return int(anyio.run(cli_owning.owning, cli_owning.OWNER_ACTIONS[action], args))
         except (WorkflowError, UsageError) as exc:
             if not args.owner_process:
                 raise
@@ -136,7 +136,7 @@ def start(args: argparse.Namespace, action: str) -> int:
 
 
 def register(commands: Any) -> None:
-    """Add `run` and `resume` to the `piflow` argument parser's subcommands."""
+    """Add `run`, `resume` and `budget` to the `piflow` argument parser's subcommands."""
     run = commands.add_parser("run", help="run a workflow script with live progress")
     run.add_argument("script", nargs="?", help="a workflow script (or use --workflow)")
     run.add_argument("--workflow", help="run a workflow an installed extension registered, by name")
@@ -164,3 +164,11 @@ def register(commands: Any) -> None:
     resume.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
     add_executor_option(resume)
     resume.set_defaults(handler=lambda a: start(a, "resume"))
+
+    budget = commands.add_parser("budget", help="answer a budget adjustment proposal")
+    budget.add_argument("decision", choices=("approve", "reject"))
+    budget.add_argument("run")
+    budget.add_argument("proposal")
+    budget.add_argument("--detach", action="store_true", help="resume an approved run in the background")
+    budget.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
+    budget.set_defaults(handler=lambda a: start(a, "budget"), json=False, answer=None)

@@ -1,33 +1,31 @@
-"""The run commands of `piflow`: runs, show, pause, stop, approve/reject, budget, and what `run` and
-`resume` do once their worker is starting (`cli_owner` parses and checks them first)."""
+"""The commands that read or control runs without owning one: runs, show, pause, stop, approve and
+reject, and the helpers every run command shares (the store's lookup and failures, a run's state in
+words, `piflow show`'s text).
+
+They read the store, build views and write control requests: nothing here imports anyio, the
+engine that executes runs (`engine.engine`, `engine.runs`) or the analysis, which cost these
+commands ~50 ms of their start. Following a run (`show --follow`, a run's owner) is `cli_follow`;
+what `run`, `resume` and `budget` do in their run's owner is `cli_owning`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import signal
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-import anyio
-
 from piflow.cli_errors import UsageError
-from piflow.cli_owner import json_arg, start
-from piflow.engine import control, events
-from piflow.engine.engine import Engine, LaunchRequest
-from piflow.engine.environment import load_environment, project_root, store_path
-from piflow.engine.feed import FEED_INTERVAL, ChangeFeed
-from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, CheckpointState, DecisionState, RunState
-from piflow.engine.progress import format_progress
+from piflow.engine import control
+from piflow.engine.environment import project_root, store_path
+from piflow.engine.lifecycle import DecisionState, RunState
 from piflow.engine.store import AttemptSetup, DamagedRecord, RunStore, StoreError, known_store_paths
 from piflow.engine.store.store import MIN_RUN_PREFIX
-from piflow.engine.subagents.progress import event_line, host_words, stage_words
+from piflow.engine.subagents.progress import host_words, stage_words
 from piflow.engine.views import (
     AgentDetailView,
     AgentView,
@@ -67,10 +65,6 @@ def store_failure_text(error: StoreError, run_id: str | None = None) -> str:
     then = f"continue the run with `piflow resume {run_id[:8]}`" if run_id else "try again"
     return (f"piflow: {error.message}\nEverything committed before the failure is saved. "
             f"Free some disk space (or fix what the message names), then {then}.")
-
-
-def open_store(cwd: str) -> RunStore:
-    return RunStore.open(store_path(cwd))
 
 
 def silence_stdout() -> None:
@@ -116,238 +110,6 @@ def resolve_run(store: RunStore, text: str, cwd: str) -> str:
     raise UsageError(f"no run {text} in the project {cwd}{short}; `piflow runs --all` lists its runs")
 
 
-class ProgressPrinter:
-    """Follows one run on a terminal: a redrawn card on a TTY, one line per change otherwise."""
-
-    def __init__(self, store: RunStore, run_id: str, out: TextIO, interactive: bool) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.out = out
-        self.interactive = interactive
-        self._drawn_lines = 0
-        self.dirty = True
-
-    def on_event(self, event: events.Event) -> None:
-        if event.run_id != self.run_id:
-            return
-        self.dirty = True
-        if self.interactive:
-            return
-        payload = event.payload
-        subagents_line = event_line(event.type, payload)
-        if subagents_line is not None:
-            self._line(subagents_line)
-        elif event.type == events.RUN_STATE_CHANGED:
-            self._line(f"state: {payload['previousState']} -> {payload['state']}")
-        elif event.type == events.PHASE_CHANGED:
-            self._line(f"phase: {payload['phase']}")
-        elif event.type == events.AGENT_STATE_CHANGED and payload["state"] in AGENT_SETTLED:
-            self._line(f"agent {payload['displayLabel']}: {payload['state']}")
-        elif event.type == events.CHECKPOINT_STATE_CHANGED and payload["state"] == CheckpointState.AWAITING:
-            self._line(
-                f"checkpoint {payload['name']} awaits an answer: piflow approve|reject {self.run_id[:8]} "
-                f"{payload['name']}"
-            )
-        elif event.type == events.RUN_LOG:
-            self._line(f"log: {payload['message']}")
-
-    def _line(self, text: str) -> None:
-        write_on(self.out, text + "\n")
-
-    def redraw(self) -> None:
-        if not (self.interactive and self.dirty):
-            return
-        self.dirty = False
-        card = format_progress(run_view(self.store, self.run_id))
-        erase = f"\x1b[{self._drawn_lines}F\x1b[J" if self._drawn_lines else ""
-        write_on(self.out, erase + card + "\n")
-        self._drawn_lines = card.count("\n") + 1
-
-
-def _answer_known(engine: Engine, run_id: str, answers: dict[str, bool]) -> None:
-    for checkpoint in engine.store.awaiting_checkpoints(run_id):
-        if checkpoint.label in answers:
-            engine.respond(run_id, name=checkpoint.label, approved=answers[checkpoint.label])
-
-
-async def _ask_checkpoints(engine: Engine, run_id: str, asked: set[str]) -> None:
-    for checkpoint in engine.store.awaiting_checkpoints(run_id):
-        if checkpoint.label in asked:
-            continue
-        asked.add(checkpoint.label)
-        question = (
-            f"\nCheckpoint {checkpoint.label}: {checkpoint.prompt}\n"
-            f"Context: {json.dumps(checkpoint.context)}\nApprove? [y/N] "
-        )
-        answer = await anyio.to_thread.run_sync(input, question, abandon_on_cancel=True)
-        engine.respond(run_id, name=checkpoint.label, approved=answer.strip().lower() in ("y", "yes"))
-
-
-async def follow(
-    engine: Engine, run_id: str, *, out: TextIO, quiet: bool, answers: dict[str, bool] | None = None
-) -> None:
-    """Show a run's progress until it ends; answer known checkpoints; on a TTY, ask the others."""
-    interactive = out.isatty() and sys.stdin.isatty() and not quiet
-    printer = ProgressPrinter(engine.store, run_id, out, interactive)
-    unsubscribe = engine.bus.subscribe(printer.on_event) if not quiet else (lambda: None)
-    asked: set[str] = set()
-    try:
-        async with anyio.create_task_group() as tasks:
-            async def watch() -> None:
-                while True:
-                    printer.redraw()
-                    if answers:
-                        _answer_known(engine, run_id, answers)
-                    if interactive:
-                        tasks.start_soon(_ask_checkpoints, engine, run_id, asked)
-                    await anyio.sleep(0.1)
-
-            tasks.start_soon(watch)
-            await engine.wait(run_id)
-            tasks.cancel_scope.cancel()
-        printer.dirty = True
-        printer.redraw()
-    finally:
-        unsubscribe()
-
-
-def _finish(engine: Engine, run_id: str, *, as_json: bool, out: TextIO) -> int:
-    # The JSON end shows no agents: counted, not read (a 10,000-agent run's would take ~0.2 s).
-    return finish_view(run_view(engine.store, run_id, with_agents=not as_json), as_json=as_json, out=out)
-
-
-def finish_view(view: RunView, *, as_json: bool, out: TextIO) -> int:
-    """The end of `piflow run`: the result or error (JSON with --json); the exit code by state."""
-    run_id = view.run_id
-    if as_json:
-        shown = run_json(view)
-        out.write(json.dumps({k: shown.get(k) for k in ("runId", "state", "result", "error")}) + "\n")
-    else:
-        if not out.isatty():
-            out.write(format_progress(view) + "\n")
-        if view.has_result:
-            out.write(f"Result: {json.dumps(view.result, ensure_ascii=False)}\n")
-            for worktree in view.worktrees:
-                out.write(f"Worktree: {worktree.branch} ({worktree.path})\n")
-        elif view.error:
-            out.write(f"{view.state}: {WorkflowError.from_json(view.error).headline()}\n")
-        else:
-            out.write(state_in_words(view.state, run_id) + "\n")
-    return 0 if view.state == RunState.COMPLETED else 1
-
-
-def _owner_started(reply: dict[str, Any]) -> None:
-    """Tell the detaching parent the id (and state), then stop writing to its pipe."""
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
-async def _drive(engine: Engine, run_id: str, args: argparse.Namespace) -> int:
-    """Own a started run to its end: quietly for `--detach`, else with progress and answers."""
-    args.owned = run_id
-    try:
-        if args.owner_process:
-            _owner_started({"runId": run_id, "state": RunState.RUNNING})
-            await engine.wait(run_id)
-            return 0
-        write_on(sys.stdout, run_id + "\n")
-        await follow(engine, run_id, out=sys.stdout, quiet=args.json, answers=args.answers)
-    except StoreError as exc:  # a full disk: the run stopped at its last committed step
-        print(store_failure_text(exc, run_id), file=sys.stderr)
-        return 1
-    return _finish(engine, run_id, as_json=args.json, out=sys.stdout)
-
-
-_INTERRUPTIONS: Final = (signal.SIGINT, signal.SIGTERM)
-
-
-async def owning(action: Any, args: argparse.Namespace) -> int:
-    """Run `action` (launch or resume, then drive) as the owner of its run: SIGINT or SIGTERM end it
-    cleanly, like a closed session: the run is recorded `interrupted`, its worker and agents are
-    killed, its lease is released, and the exit code is 128 + the signal."""
-    args.owned = None
-    received: list[int] = []
-    results: list[int] = []
-    refused: list[WorkflowError | UsageError] = []
-    with anyio.open_signal_receiver(*_INTERRUPTIONS) as signals:  # open until the engine has shut down
-        async with anyio.create_task_group() as tasks:
-            async def watch() -> None:
-                async for signum in signals:
-                    received.append(signum)
-                    tasks.cancel_scope.cancel()
-                    return
-
-            tasks.start_soon(watch)
-            try:
-                results.append(await action(args))
-            except (WorkflowError, UsageError) as exc:  # raised as itself, not in an exception group
-                refused.append(exc)
-            tasks.cancel_scope.cancel()
-    if refused:
-        raise refused[0]
-    if not received:
-        return results[0]
-    name = signal.Signals(received[0]).name
-    if args.owned is None:
-        print(f"\npiflow: interrupted ({name}) before the run started", file=sys.stderr)
-    else:
-        print(f"\npiflow: interrupted ({name}): run {args.owned[:8]} is interrupted, nothing it completed is lost; "
-              f"continue it with `piflow resume {args.owned[:8]}`", file=sys.stderr)
-    return 128 + received[0]
-
-
-async def _run(args: argparse.Namespace) -> int:
-    request = launch_request(args)
-    with open_store(request.cwd) as store:
-        async with Engine(store, early_worker=args.early_worker) as engine:
-            run_id = await engine.launch(request)
-            return await _drive(engine, run_id, args)
-
-
-def launch_request(args: argparse.Namespace) -> LaunchRequest:
-    if (args.script is None) == (args.workflow is None):
-        raise WorkflowError("INVALID_METADATA", "Provide either a script or --workflow NAME, not both")
-    script_path = Path(args.script).resolve() if args.script else None
-    script = args.script_text or ""  # read (or taken from stdin) and checked by `cli_owner.start`
-    cwd = project_root(str(script_path.parent) if script_path else os.getcwd())
-    if args.backend is None and not load_environment(cwd).backend_configured and not args.json:
-        print("piflow: no backend configured, agents answer from the scripted backend "
-              "(set [piflow] backend in piflow.toml or pass --backend)", file=sys.stderr)
-    return LaunchRequest(
-        script=script,
-        cwd=cwd,
-        script_path=str(script_path) if script_path else None,
-        workflow=args.workflow,
-        name=args.name,
-        args=json_arg(args.args, "args"),
-        budget=json_arg(args.budget, "budget"),
-        concurrency=args.concurrency,
-        backend=args.backend,
-        fixtures=str(Path(args.fixtures).resolve()) if args.fixtures else None,
-    )
-
-
-async def _resume(args: argparse.Namespace) -> int:
-    cwd = project_root(os.getcwd())
-    with existing_store(cwd) as store:
-        run_id = resolve_run(store, args.run, cwd)
-        async with Engine(store, early_worker=args.early_worker) as engine:
-            reply = await engine.resume(run_id, json_arg(args.budget, "budget"))
-            run_id = reply.run_id or run_id
-            if args.owner_process and (reply.proposal_id is not None or run_id not in engine.active):
-                _owner_started(outcome_json(reply))  # answered without this process owning the run
-                return 0
-            if reply.proposal_id is not None:
-                print(reply.message)
-                return 0
-            if run_id not in engine.active:
-                print(f"{run_id}: {reply.state} (owned by another piflow process)")
-                return 0
-            return await _drive(engine, run_id, args)
-
-
 def _control(args: argparse.Namespace, action: str) -> int:
     """pause, stop, approve, reject: requests on the store, which the run's owner carries out."""
     cwd = project_root(os.getcwd())
@@ -364,30 +126,6 @@ def _control(args: argparse.Namespace, action: str) -> int:
             print("Checkpoint response accepted." if reply.accepted else "Checkpoint is not awaiting a response.")
             return 0 if reply.accepted else 1
     return 0
-
-
-async def _budget(args: argparse.Namespace) -> int:
-    cwd = project_root(os.getcwd())
-    with existing_store(cwd) as store:
-        run_id = resolve_run(store, args.run, cwd)
-        async with Engine(store) as engine:
-            reply = engine.respond(run_id, proposal_id=args.proposal, approved=args.decision == "approve")
-            if args.owner_process and reply.state != RunState.RUNNING:
-                _owner_started(outcome_json(replace(reply, run_id=run_id)))
-                return 0
-            if not args.owner_process:
-                print(json.dumps(outcome_json(reply)))
-            if reply.state != RunState.RUNNING:
-                return 0 if reply.reason == "rejected" else 1
-            with anyio.fail_after(10):
-                while run_id not in engine.active:
-                    await anyio.sleep(0.01)
-            if args.owner_process:
-                _owner_started(outcome_json(replace(reply, run_id=run_id)))
-                await engine.wait(run_id)
-                return 0
-            await follow(engine, run_id, out=sys.stdout, quiet=False)
-            return _finish(engine, run_id, as_json=False, out=sys.stdout)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -456,7 +194,9 @@ def _show(args: argparse.Namespace) -> int:
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
         if args.follow:
-            return int(anyio.run(_follow_events, store.location, run_id))
+            from piflow.cli_follow import follow_events  # anyio and the change feed: only --follow runs them
+
+            return follow_events(store.location, run_id)
         try:
             view = run_view(store, run_id, details=True)
         except DamagedRecord as exc:
@@ -466,34 +206,6 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps(run_json(view), indent=2, ensure_ascii=False))
         return 0
     print(format_run(view))
-    return 0
-
-
-_LIVENESS_SECONDS: Final = 1.0
-"""How often `show --follow` checks, without news, that the run's owner is still alive."""
-
-
-async def _follow_events(path: Path, run_id: str) -> int:
-    """`piflow show RUN --follow`: the run's events from its start, a line each, as they are
-    committed (through the change feed), until the run ends or its owner dies; then the run."""
-    feed = ChangeFeed(path, after_seq=0)
-    printer = ProgressPrinter(feed.store, run_id, sys.stdout, interactive=False)
-    checked = 0.0
-    try:
-        while True:
-            if feed.changed() or time.monotonic() - checked > _LIVENESS_SECONDS:
-                checked = time.monotonic()
-                record = feed.store.get_run(run_id)
-                over = record is None or record.state in ENDED or feed.store.lease_owner(run_id) is None
-                while batch := feed.read(run_id):  # after the check: a run that ended has all its events in
-                    for event in batch:
-                        printer.on_event(events.Event(event.seq, event.run_id, event.type, event.payload))
-                if over:
-                    break
-            await anyio.sleep(FEED_INTERVAL)
-        write_on(sys.stdout, format_run(run_view(feed.store, run_id, details=True)) + "\n")
-    finally:
-        feed.close()
     return 0
 
 
@@ -617,7 +329,7 @@ def format_subagents(view: SubagentsView) -> list[str]:
 
 
 def register(commands: Any) -> None:
-    """Add the run commands to the `piflow` argument parser's subcommands."""
+    """Add runs, show, pause, stop, approve and reject to the `piflow` argument parser's subcommands."""
     runs = commands.add_parser("runs", help="list this project's runs")
     runs.add_argument("--all", action="store_true")
     runs.add_argument("--json", action="store_true")
@@ -642,15 +354,3 @@ def register(commands: Any) -> None:
         sub.add_argument("name", help="checkpoint label (ship, ship#2, ...)")
         add_executor_option(sub)
         sub.set_defaults(handler=lambda a, action=action: _control(a, action))
-
-    budget = commands.add_parser("budget", help="answer a budget adjustment proposal")
-    budget.add_argument("decision", choices=("approve", "reject"))
-    budget.add_argument("run")
-    budget.add_argument("proposal")
-    budget.add_argument("--detach", action="store_true", help="resume an approved run in the background")
-    budget.add_argument("--owner-process", action="store_true", help=argparse.SUPPRESS)
-    budget.set_defaults(handler=lambda a: start(a, "budget"), json=False, answer=None)
-
-
-OWNER_ACTIONS: Final = {"run": _run, "resume": _resume, "budget": _budget}
-"""What `piflow run`, `resume` and `budget` do in the run's owner process (`cli_owner.start`)."""

@@ -1,6 +1,6 @@
 """The executor seam: where a project's runs execute, and the run commands for the Temporal one.
 
-`embedded` (the default) is the engine in owner processes on this machine (`cli_runs`); `temporal`
+`embedded` (the default) is the engine in owner processes on this machine (`cli_owning`); `temporal`
 sends runs to a Temporal cluster (`engine/temporal`). `executor_for` is the one answer to "which
 executor", from `--executor`, else `[piflow] executor` in piflow.toml; the run commands call it first
 and hand a Temporal project to `TemporalExecutor`, whose methods mirror theirs.
@@ -64,7 +64,8 @@ class TemporalExecutor:
         return _exit_now(int(anyio.run(self._run, request, args)))
 
     async def _run(self, request: LaunchRequest, args: argparse.Namespace) -> int:
-        from piflow.cli_runs import finish_view, write_on
+        from piflow.cli_follow import finish_view
+        from piflow.cli_runs import write_on
 
         async with self._runs() as runs:
             run_id = await runs.launch(request)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from piflow.engine.lifecycle import RunLifecycle, RunState
+from piflow.engine.lifecycle import RunState
+from piflow.engine.run_lifecycle import RunLifecycle
 from piflow.errors import WorkflowError
 
 

@@ -32,7 +32,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "src" / "piflow"
 ENGINE = SOURCE / "engine"
 CAMEL = re.compile(r"^[a-z]+[A-Z]\w*$")
 SHARED_KEYS = frozenset({
-    "runId", "workflowName",  # every event payload (engine/runs.py `base_payload`)
+    "runId", "workflowName",  # every event payload (engine/events.py `base_payload`)
     "scriptPath",  # the snapshot (engine/snapshot.py)
     "proposalId",  # budget proposals' decision payload and budget events
     "costUsd",  # usage (engine/budgets.py), as the store keeps it

@@ -14,7 +14,6 @@ from typing import Any
 
 from piflow.engine import events
 from piflow.engine.lifecycle import IRREVERSIBLE, AgentState, CheckpointState, RunState
-from piflow.engine.runs import base_payload
 from piflow.engine.store import RunRecord, RunStore
 from piflow.engine.views import observed_run
 from piflow.errors import WorkflowError
@@ -87,7 +86,7 @@ def answer_checkpoint(
         recorded = None
         if accepted:
             answer = CheckpointState.APPROVED if approved else CheckpointState.REJECTED
-            payload = {**base_payload(record), "name": name, "state": answer}
+            payload = {**events.base_payload(record), "name": name, "state": answer}
             seq = store.append_event(record.id, events.CHECKPOINT_STATE_CHANGED, payload)
             recorded = events.Event(seq, record.id, events.CHECKPOINT_STATE_CHANGED, payload)
     reply = ControlOutcome("checkpoint_answered" if accepted else "not_pending", accepted=accepted,
@@ -100,7 +99,7 @@ def set_state(store: RunStore, record: RunRecord, state: RunState, reason: str) 
     with store.batch():
         store.update_run(record.id, state=state)
         store.append_event(record.id, events.RUN_STATE_CHANGED, {
-            **base_payload(record), "previousState": record.state, "state": state, "reason": reason,
+            **events.base_payload(record), "previousState": record.state, "state": state, "reason": reason,
         })
 
 
@@ -111,5 +110,5 @@ def cancel_abandoned_agents(store: RunStore, record: RunRecord) -> None:
         for agent in store.cancel_unsettled_agents(record.id, error):
             cancelled = replace(agent, state=AgentState.CANCELLED, activity=None, error=error)
             store.append_event(record.id, events.AGENT_STATE_CHANGED, {
-                **base_payload(record), **events.agent_state_payload(cancelled, agent.state),
+                **events.base_payload(record), **events.agent_state_payload(cancelled, agent.state),
             })

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from piflow.engine.store import AgentRecord
+    from piflow.engine.store import AgentRecord, RunRecord
 
 RUN_STARTED: Final = "workflow:run-started"
 RUN_RESUMED: Final = "workflow:run-resumed"
@@ -24,6 +25,11 @@ RUN_LOG: Final = "piflow:log"
 RUN_WARNING: Final = "piflow:warning"
 # Requests written by a process that does not own the run; the owner carries them out.
 CONTROL_REQUEST: Final = "piflow:control"
+
+
+def base_payload(record: RunRecord) -> dict[str, Any]:
+    """The fields every event of a run carries (spec I)."""
+    return {"runId": record.id, "workflowName": record.workflow_name, "cwd": record.cwd, "timestamp": time.time()}
 
 
 def agent_state_payload(rec: AgentRecord, previous: str | None) -> dict[str, Any]:

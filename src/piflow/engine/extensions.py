@@ -52,6 +52,8 @@ Resolver = Callable[[Mapping[str, Any]], Any]
 
 @dataclass(frozen=True)
 class WorkflowFunction:
+    """A function an extension registered for scripts to call (spec L.3): its schemas and runner."""
+
     name: str
     description: str
     input: dict[str, Any]
@@ -142,6 +144,8 @@ def _tool_text(name: str, output: Any) -> str:
 
 @dataclass(frozen=True)
 class WorkflowVariable:
+    """A variable an extension registered, resolved for each execution of a script (spec L.4)."""
+
     name: str
     description: str
     schema: dict[str, Any]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +16,10 @@ from piflow.engine.calls import CallServer, checkpoint_notice
 from piflow.engine.extensions import ExtensionRegistry, resolve_variables
 from piflow.engine.functions import FunctionCalls
 from piflow.engine.journal import OperationKind, checkpoint_path
-from piflow.engine.lifecycle import RESUMABLE, CheckpointState, RunLifecycle, RunState
+from piflow.engine.lifecycle import RESUMABLE, CheckpointState, RunState
 from piflow.engine.operations import Operations
 from piflow.engine.resolution import ResolutionContext
+from piflow.engine.run_lifecycle import RunLifecycle
 from piflow.engine.scheduler import FairScheduler
 from piflow.engine.store import RunRecord, RunStore, StoreError
 from piflow.engine.subagents.deadline import workflow_deadline
@@ -159,7 +159,7 @@ class ActiveRun:
             self.scope.cancel()
 
     def emit(self, kind: str, extra: dict[str, Any]) -> None:
-        payload = {**base_payload(self.record), **extra}
+        payload = {**events.base_payload(self.record), **extra}
         self._publish(events.Event(self.store.append_event(self.id, kind, payload), self.id, kind, payload))
 
     def _publish(self, event: events.Event) -> None:
@@ -349,16 +349,11 @@ class ActiveRun:
         return outcome[0]
 
 
-def base_payload(record: RunRecord) -> dict[str, Any]:
-    """The fields every event of a run carries (spec I)."""
-    return {"runId": record.id, "workflowName": record.workflow_name, "cwd": record.cwd, "timestamp": time.time()}
-
-
 def record_budget_event(store: RunStore, record: RunRecord, event: dict[str, Any]) -> events.Event | None:
     """Persist a budget event once per (version, type, proposal); the bus event to publish, if new."""
     if not store.add_budget_event(record.id, event):
         return None
-    payload = {**base_payload(record), **{k: v for k, v in event.items() if k != "at"}, "timestamp": event["at"]}
+    payload = {**events.base_payload(record), **{k: v for k, v in event.items() if k != "at"}, "timestamp": event["at"]}
     return events.Event(store.last_event_seq(record.id), record.id, events.BUDGET_EVENT, payload)
 
 

@@ -14,6 +14,8 @@ SESSION_CEILING = 16
 
 @dataclass
 class _RunSlots:
+    """One run's share of the permits: its concurrency limit, how many it holds, who waits for one."""
+
     limit: int
     active: int = 0
     waiters: deque[anyio.Event] = field(default_factory=deque)

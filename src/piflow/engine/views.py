@@ -63,6 +63,8 @@ class AgentView:
 
 @dataclass(frozen=True, slots=True)
 class ErrorView:
+    """A failure as a user reads it: its error code and message (as the store kept them)."""
+
     code: Any
     message: Any
 
@@ -107,6 +109,8 @@ class AgentDetailView:
 
 @dataclass(frozen=True, slots=True)
 class BudgetView:
+    """A run's budget: its limits and their version, what it has used, and its budget events."""
+
     limits: dict[str, Any]
     version: int
     usage: dict[str, Any]
@@ -116,6 +120,8 @@ class BudgetView:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointView:
+    """One `checkpoint()` of a run: its label, question, context and whether it was answered."""
+
     name: str
     prompt: Any
     context: Any
@@ -124,6 +130,8 @@ class CheckpointView:
 
 @dataclass(frozen=True, slots=True)
 class ProposalView:
+    """A budget adjustment proposal and whether it was decided (spec H)."""
+
     proposal_id: str
     state: DecisionState
     payload: dict[str, Any]
@@ -132,6 +140,8 @@ class ProposalView:
 
 @dataclass(frozen=True, slots=True)
 class WorktreeView:
+    """A git worktree a run made: the agent that owns it, its branch, path and base commit."""
+
     owner: str
     branch: str
     path: str

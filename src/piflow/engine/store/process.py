@@ -8,7 +8,6 @@ was reused by an unrelated process) or it is a zombie (killed, not yet reaped).
 from __future__ import annotations
 
 import os
-import socket
 from functools import cache
 
 _HAS_PROC = os.path.exists("/proc/self/stat")
@@ -17,6 +16,8 @@ _HAS_PROC = os.path.exists("/proc/self/stat")
 @cache
 def host_name() -> str:
     """This machine's name: pids are only meaningful on the host that recorded them."""
+    import socket  # ~2 ms: `piflow runs` of runs without a lease never asks
+
     return socket.gethostname()
 
 

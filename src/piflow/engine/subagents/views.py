@@ -63,6 +63,8 @@ class LaneStageView:
 
 @dataclass(frozen=True, slots=True)
 class LaneView:
+    """One lane of a `runs.lanes` board: its stages in order, and the one that failed, if any."""
+
     key: str
     state: str
     """running, complete or blocked."""
@@ -80,12 +82,16 @@ class LaneBoardView:
 
 @dataclass(frozen=True, slots=True)
 class ConsoleLineView:
+    """A line the script wrote to its console, with its level."""
+
     level: str
     message: str
 
 
 @dataclass(frozen=True, slots=True)
 class SubagentsView:
+    """What `piflow show` adds for a pi-subagents run: its children, host steps, lanes, emits, console."""
+
     children: list[ChildView]
     host_steps: list[HostStepView]
     boards: list[LaneBoardView]

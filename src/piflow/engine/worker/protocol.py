@@ -95,6 +95,8 @@ class CheckpointCall:
 
 @dataclass(frozen=True, slots=True)
 class PhaseCall:
+    """The script's `phase(name)`: the run enters a phase, which its progress shows."""
+
     op: ClassVar[str] = "phase"
     id: int
     name: Any
@@ -102,6 +104,8 @@ class PhaseCall:
 
 @dataclass(frozen=True, slots=True)
 class LogCall:
+    """The script's `log(message)`: a line of the run's log."""
+
     op: ClassVar[str] = "log"
     id: int
     message: Any
