@@ -118,9 +118,11 @@ def start(args: argparse.Namespace, action: str) -> int:
             import anyio
 
             from piflow import cli_owning
-        # What start-up made lives as long as the process: the run's collections skip it (a
-        # 10,000-agent resume's took ~40 ms more CPU scanning it over and over).
-        gc.freeze()
+
+            # What start-up made lives as long as the process: the run's collections skip it (a
+            # 10,000-agent resume's took ~40 ms more CPU scanning it over and over). Frozen before
+            # the collector is back, or its first pass would traverse all of it once anyway.
+            gc.freeze()
         try:
             return int(anyio.run(cli_owning.owning, cli_owning.OWNER_ACTIONS[action], args))
         except (WorkflowError, UsageError) as exc:
