@@ -28,7 +28,7 @@ from piflow.engine.subagents.progress import SUBAGENT_LANES, SUBAGENT_PROGRESS, 
 from piflow.engine.subagents.views import lane_board
 from piflow.errors import WorkflowError, format_workflow_failure
 from piflow.server import protocol
-from piflow.server.base import LanguageFeature, PiflowServer
+from piflow.server.base import LanguageFeature, PiflowServer, custom_notification
 from piflow.server.runs import Host, RunEvent, Runs
 from piflow.view_wire import lane_board_json
 
@@ -49,31 +49,37 @@ def progress_message(progress: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def progress_notification(
-    progress: dict[str, Any], sent: dict[str, protocol.AgentProgress] | None
-) -> protocol.RunProgress:
+Told = tuple[Any, ...]
+"""An agent as a client was last told it: its progress fields' values, none of them a container,
+so the collector stops tracking the tuple (a run's thousands of them cost no full collection)."""
+
+
+def _told(agent: protocol.AgentProgress) -> Told:
+    return tuple(agent.__dict__.values())
+
+
+def progress_notification(progress: dict[str, Any], sent: dict[str, Told] | None) -> protocol.RunProgress:
     """The `piflow/runProgress` of `progress` (from `Runs.progress`) for a client last told the
     agents in `sent`: those that differ, or every agent with `reset` when `sent` is None."""
     shown = protocol.RunProgress.model_validate({**progress, "reset": sent is None})
     if sent is not None:
-        shown.agents = [agent for agent in shown.agents if sent.get(agent.id) != agent]
-        sent.update((agent.id, agent) for agent in shown.agents)
+        shown.agents = [agent for agent in shown.agents if sent.get(agent.id) != _told(agent)]
+        sent.update((agent.id, _told(agent)) for agent in shown.agents)
     return shown
 
 
-def _wire_progress(
-    progress: dict[str, Any], sent: dict[str, protocol.AgentProgress] | None
-) -> tuple[dict[str, Any], dict[str, protocol.AgentProgress]]:
-    """Worker thread: the notification's wire form, and the agents it told the client about."""
+def _wire_progress(progress: dict[str, Any], sent: dict[str, Told] | None) -> tuple[bytes, dict[str, Told]]:
+    """Worker thread: the notification's wire frame, and the agents it told the client about."""
     notification = progress_notification(progress, sent)
-    return notification.to_wire(), {agent.id: agent for agent in notification.agents}
+    frame = custom_notification("piflow/runProgress", notification.to_wire())
+    return frame, {agent.id: _told(agent) for agent in notification.agents}
 
 
 class RunNotifications(LanguageFeature):
     def __init__(self, server: PiflowServer) -> None:
         super().__init__(server)
         self._pending: dict[str, asyncio.TimerHandle] = {}
-        self._sent_agents: dict[str, dict[str, protocol.AgentProgress]] = {}
+        self._sent_agents: dict[str, dict[str, Told]] = {}
         """Per run: each agent as the client was last told (a run absent here gets a reset)."""
         self._changed: dict[str, set[str]] = {}
         """Per run: agents whose state events came since the last progress was read."""
@@ -162,11 +168,12 @@ class RunNotifications(LanguageFeature):
             if boards:  # the live lane board (each event carries its board whole)
                 progress["lanes"] = [boards[call] for call in sorted(boards)]
             if custom:
-                # validated and converted in a worker thread: a run's first snapshot can hold thousands of agents
-                wire, agents = await self._runs.in_thread(_wire_progress, progress, sent)
+                # validated, converted and encoded in a worker thread: a run's first snapshot can
+                # hold thousands of agents
+                frame, agents = await self._runs.in_thread(_wire_progress, progress, sent)
                 if sent is None:
                     self._sent_agents[run_id] = agents
-                self.server.notify_custom("piflow/runProgress", wire)
+                self.server.send_custom(frame)
             token = self._tokens.get(run_id)
             if token is not None and token in self._began and progress["state"] not in ENDED:
                 total, settled = progress["agentCounts"]["total"], progress["agentCounts"]["settled"]
