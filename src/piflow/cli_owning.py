@@ -174,6 +174,5 @@ async def _budget(args: argparse.Namespace) -> int:
             return _finish(engine, run_id, as_json=False, out=sys.stdout)
 
 
-
 OWNER_ACTIONS: Final = {"run": _run, "resume": _resume, "budget": _budget}
 """What `piflow run`, `resume` and `budget` do in the run's owner process (`cli_owner.start`)."""
