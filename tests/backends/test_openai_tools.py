@@ -41,13 +41,18 @@ def tool_messages(body: dict[str, Any]) -> list[str]:
 
 async def test_an_agent_greps_reads_edits_and_tests_in_its_worktree(project: Path, server: ChatServer) -> None:
     repository(project)
+    # Each reply after a tool call comes slowly (`delay` before each chunk), as a model's does: the
+    # tool's activity stays shown until the next reply streams, long enough for the store poll
+    # below to see it even on a loaded machine (a reply at once left `read calc.py` up for ~1 ms).
+    slowly = 0.1
     server.script(
         Stream(tool_stream("grep", {"pattern": "def add"}, call_id="c1", counts=usage(100, 10))),
-        Stream(tool_stream("read", {"path": "calc.py"}, call_id="c2", counts=usage(120, 10))),
+        Stream(tool_stream("read", {"path": "calc.py"}, call_id="c2", counts=usage(120, 10)), delay=slowly),
         Stream(tool_stream("edit", {"path": "calc.py", "edits": [{"oldText": "a - b", "newText": "a + b"}]},
-                           call_id="c3", counts=usage(140, 10))),
-        Stream(tool_stream("bash", {"command": "python3 test_calc.py"}, call_id="c4", counts=usage(160, 10))),
-        Stream(text_stream("Fixed: add() returns a + b and the tests pass.", counts=usage(180, 12))),
+                           call_id="c3", counts=usage(140, 10)), delay=slowly),
+        Stream(tool_stream("bash", {"command": "python3 test_calc.py"}, call_id="c4", counts=usage(160, 10)),
+               delay=slowly),
+        Stream(text_stream("Fixed: add() returns a + b and the tests pass.", counts=usage(180, 12)), delay=slowly),
     )
     activities: list[str] = []
     with RunStore.open(project.parent / "runs.db") as store:
