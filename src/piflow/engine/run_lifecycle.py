@@ -74,6 +74,10 @@ class RunLifecycle:
             return
         if self.state != RunState.RUNNING:
             raise WorkflowError("RESUME_INCOMPATIBLE", f"Cannot await input for {self.state} run")
+        self.await_input()
+
+    def await_input(self) -> None:
+        """A running run now awaits input, at once: in the caller's write batch, with what it awaits."""
         self._set(RunState.AWAITING_INPUT, "awaiting_input")
 
     def resolve_awaiting_input(self) -> None:

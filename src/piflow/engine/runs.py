@@ -287,7 +287,9 @@ class ActiveRun:
             if first:
                 self.emit(events.CHECKPOINT_STATE_CHANGED, {"name": label, "state": CheckpointState.AWAITING,
                                                             "prompt": prompt, "context": context})
-        await self.lifecycle.enter_awaiting_input()
+            if self.lifecycle.state == RunState.RUNNING:  # one commit: no reader sees a running run awaiting
+                self.lifecycle.await_input()
+        await self.lifecycle.enter_awaiting_input()  # (a pausing or paused run: once it runs again)
         self._notify(self, checkpoint_notice(self.workflow_name, label, prompt, context), "checkpoint")
         self.sync_checkpoints()
         await waiter.wait()
