@@ -78,10 +78,11 @@ def _delete(args: argparse.Namespace) -> int:
     cwd = project_root(os.getcwd())
     with existing_store(cwd) as store:
         run_id = resolve_run(store, args.run, cwd)
-        record = store.get_run(run_id)
-        if record is None:
-            raise UsageError(f"no run {args.run} in the project {cwd}")
-        run = observed_run(store, record)
+        with store.consistent_read():
+            record = store.get_run(run_id)
+            if record is None:
+                raise UsageError(f"no run {args.run} in the project {cwd}")
+            run = observed_run(store, record)
         if run.state not in IRREVERSIBLE | RESUMABLE:
             print(f"piflow: run {run_id[:8]} is {state_in_words(run.state, run_id)}; stop it first "
                   f"(`piflow stop {run_id[:8]}`)", file=sys.stderr)
@@ -100,8 +101,9 @@ def _gc(args: argparse.Namespace) -> int:
     states = IRREVERSIBLE | (RESUMABLE if args.include_resumable else frozenset())
     cutoff = time.time() - args.older_than
     with existing_store(cwd) as store:
-        runs = [run for record in store.list_runs()
-                if (run := observed_run(store, record)).state in states and run.updated_at <= cutoff]
+        with store.consistent_read():
+            runs = [run for record in store.list_runs()
+                    if (run := observed_run(store, record)).state in states and run.updated_at <= cutoff]
         if not runs:
             print("No runs to remove.")
             return 0

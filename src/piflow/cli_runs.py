@@ -137,7 +137,7 @@ def _runs(args: argparse.Namespace) -> int:
     damaged: list[DamagedRecord] = []
     damaged_runs: dict[str, str] = {}
     if path.exists():
-        with RunStore.open(path) as store:
+        with RunStore.open(path) as store, store.consistent_read():
             for record in store.list_runs(damaged=damaged):
                 try:
                     summaries.append(summary_json(run_summary(observed_run(store, record), store.agents(record.id))))

@@ -43,10 +43,11 @@ def owner_pid(store: RunStore, run_id: str, token: str | None = None) -> int | N
 
 def find(store: RunStore, run_id: str) -> RunRecord:
     """The run named by `run_id` (a prefix of 8+ characters is enough), as it is."""
-    record = store.get_run(store.resolve_run_id(run_id))
-    if record is None:
-        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
-    return observed_run(store, record)
+    with store.consistent_read():
+        record = store.get_run(store.resolve_run_id(run_id))
+        if record is None:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+        return observed_run(store, record)
 
 
 def request(store: RunStore, run_id: str, action: str, **extra: Any) -> None:

@@ -362,36 +362,37 @@ def run_view(store: RunStore, run_id: str, *, details: bool = False, with_agents
     `piflow run --json` (state, result, error) then costs the same for 10 agents as for 10,000
     (reading 10,000 agents takes ~0.2 s).
     """
-    run = store.get_run(run_id)
-    if run is None:
-        raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
-    run = observed_run(store, run)
-    agents = store.agents(run_id) if with_agents else []
-    agent_list: Sequence[AgentView | AgentDetailView] = (
-        agent_details(store, run_id, agents) if details else [agent_view(a) for a in agents]
-    )
-    subagents: SubagentsView | None = None
-    if details:  # imported here: a run's progress and result never show the pi-subagents views
-        from piflow.engine.subagents.views import subagents_view
+    with store.consistent_read():  # one moment: see RunStore.consistent_read
+        run = store.get_run(run_id)
+        if run is None:
+            raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+        run = observed_run(store, run)
+        agents = store.agents(run_id) if with_agents else []
+        agent_list: Sequence[AgentView | AgentDetailView] = (
+            agent_details(store, run_id, agents) if details else [agent_view(a) for a in agents]
+        )
+        subagents: SubagentsView | None = None
+        if details:  # imported here: a run's progress and result never show the pi-subagents views
+            from piflow.engine.subagents.views import subagents_view
 
-        subagents = subagents_view(store, run_id, run.state, agents)
-    return RunView(
-        summary=run_summary(run, agents) if with_agents else summary_of(store, run),
-        error=run.error,
-        warnings=run.warnings,
-        agent_list=agent_list,
-        budget=BudgetView(
-            limits=run.budget or {},
-            version=run.budget_version,
-            usage=run.usage or {},
-            events=store.budget_events(run_id),
-        ),
-        checkpoints=[CheckpointView(c.label, c.prompt, c.context, c.state) for c in store.checkpoints(run_id)],
-        proposals=[ProposalView(d.proposal_id, d.state, d.payload) for d in store.decisions(run_id)],
-        worktrees=[WorktreeView(w.owner, w.branch, w.path, w.base) for w in store.worktrees(run_id)],
-        result=run.result if run.state == RunState.COMPLETED else None,
-        subagents=subagents,
-    )
+            subagents = subagents_view(store, run_id, run.state, agents)
+        return RunView(
+            summary=run_summary(run, agents) if with_agents else summary_of(store, run),
+            error=run.error,
+            warnings=run.warnings,
+            agent_list=agent_list,
+            budget=BudgetView(
+                limits=run.budget or {},
+                version=run.budget_version,
+                usage=run.usage or {},
+                events=store.budget_events(run_id),
+            ),
+            checkpoints=[CheckpointView(c.label, c.prompt, c.context, c.state) for c in store.checkpoints(run_id)],
+            proposals=[ProposalView(d.proposal_id, d.state, d.payload) for d in store.decisions(run_id)],
+            worktrees=[WorktreeView(w.owner, w.branch, w.path, w.base) for w in store.worktrees(run_id)],
+            result=run.result if run.state == RunState.COMPLETED else None,
+            subagents=subagents,
+        )
 
 
 def attention_key(state: str, updated_at: float) -> tuple[int, float]:

@@ -527,17 +527,18 @@ def _live_runs(host: Host) -> list[tuple[str, str, dict[str, Any]]]:
     found: list[tuple[str, str, dict[str, Any]]] = []
     if reader is None:
         return found
-    for record in reader.list_runs():
-        if observed_run(reader, record).state in ENDED:
-            continue
-        host.live.add(record.id)
-        base = {"runId": record.id, "workflowName": record.workflow_name}
-        found.append((record.id, events.RUN_STARTED, base))
-        found += [
-            (record.id, events.CHECKPOINT_STATE_CHANGED,
-             {**base, "name": c.label, "state": "awaiting", "prompt": c.prompt, "context": c.context})
-            for c in reader.awaiting_checkpoints(record.id)
-        ]
+    with reader.consistent_read():
+        for record in reader.list_runs():
+            if observed_run(reader, record).state in ENDED:
+                continue
+            host.live.add(record.id)
+            base = {"runId": record.id, "workflowName": record.workflow_name}
+            found.append((record.id, events.RUN_STARTED, base))
+            found += [
+                (record.id, events.CHECKPOINT_STATE_CHANGED,
+                 {**base, "name": c.label, "state": "awaiting", "prompt": c.prompt, "context": c.context})
+                for c in reader.awaiting_checkpoints(record.id)
+            ]
     return found
 
 
@@ -546,13 +547,14 @@ def _summaries(host: Host, path: str | None, states: frozenset[str] | None) -> l
     if reader is None:
         return []
     summaries = []
-    for record in reader.list_runs(script_path=path):
-        record = observed_run(reader, record)
-        if states is not None and record.state not in states:
-            continue
-        summary = summary_json(summary_of(reader, record))
-        summary["uri"] = script_uri(record.script_path)
-        summaries.append(summary)
+    with reader.consistent_read():
+        for record in reader.list_runs(script_path=path):
+            record = observed_run(reader, record)
+            if states is not None and record.state not in states:
+                continue
+            summary = summary_json(summary_of(reader, record))
+            summary["uri"] = script_uri(record.script_path)
+            summaries.append(summary)
     return summaries
 
 
@@ -584,29 +586,31 @@ def _view(host: Host, run_id: str, details: bool) -> dict[str, Any]:
 
 def _agents_of(host: Host, run_id: str, failed_only: bool) -> tuple[RunState, list[AgentView]]:
     reader = _reader(host, run_id)
-    state = observed_run(reader, _record(reader, run_id)).state
-    if failed_only and reader.agent_counts(run_id, (AgentState.FAILED,))[1] == 0:
-        return state, []
-    return state, [agent_view(a) for a in reader.agents(run_id) if not failed_only or a.state == AgentState.FAILED]
+    with reader.consistent_read():
+        state = observed_run(reader, _record(reader, run_id)).state
+        if failed_only and reader.agent_counts(run_id, (AgentState.FAILED,))[1] == 0:
+            return state, []
+        return state, [agent_view(a) for a in reader.agents(run_id) if not failed_only or a.state == AgentState.FAILED]
 
 
 def _progress(host: Host, run_id: str, changed: set[str] | None) -> dict[str, Any]:
     reader = _reader(host, run_id)
-    record = _record(reader, run_id)
-    total, settled = reader.agent_counts(run_id, AGENT_SETTLED)
-    agents = reader.agents(run_id) if changed is None else reader.agents_changing(run_id, changed)
-    return {
-        "runId": run_id,
-        "scriptPath": record.script_path,
-        "workflowName": record.workflow_name,
-        "state": observed_run(reader, record).state,
-        "phase": record.phase,
-        "agentCounts": {"total": total, "settled": settled},
-        "agents": [agent_json(agent_view(agent)) for agent in agents],
-        "budget": {"limits": record.budget or {}, "usage": record.usage or {},
-                   "events": reader.budget_events(run_id)},
-        "checkpoints": [{"name": c.label, "prompt": c.prompt, "context": c.context}
-                        for c in reader.awaiting_checkpoints(run_id)],
-        "result": record.result,
-        "error": record.error,
-    }
+    with reader.consistent_read():  # one moment: never a pending checkpoint on a `running` run
+        record = _record(reader, run_id)
+        total, settled = reader.agent_counts(run_id, AGENT_SETTLED)
+        agents = reader.agents(run_id) if changed is None else reader.agents_changing(run_id, changed)
+        return {
+            "runId": run_id,
+            "scriptPath": record.script_path,
+            "workflowName": record.workflow_name,
+            "state": observed_run(reader, record).state,
+            "phase": record.phase,
+            "agentCounts": {"total": total, "settled": settled},
+            "agents": [agent_json(agent_view(agent)) for agent in agents],
+            "budget": {"limits": record.budget or {}, "usage": record.usage or {},
+                       "events": reader.budget_events(run_id)},
+            "checkpoints": [{"name": c.label, "prompt": c.prompt, "context": c.context}
+                            for c in reader.awaiting_checkpoints(run_id)],
+            "result": record.result,
+            "error": record.error,
+        }

@@ -195,6 +195,30 @@ class RunStore:
             yield
 
     @contextmanager
+    def consistent_read(self) -> Iterator[None]:
+        """Every read inside sees the store as of one moment: a view built from several queries.
+
+        Without it each query sees the latest commit, so a view read while an owner commits may
+        mix two moments (a pending checkpoint on a run still `running`; a finished run whose
+        lease is gone read as `interrupted`). Reads only: a write inside is a programming error.
+        Inside a batch (or another consistent read) it joins that transaction.
+        """
+        with self._lock:
+            connection = self._connection
+            if self._depth or connection.in_transaction:
+                yield
+                return
+            try:
+                connection.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+            try:
+                yield
+            finally:
+                with suppress(sqlite3.Error):  # nothing to keep: a read transaction only ends
+                    connection.execute("ROLLBACK")
+
+    @contextmanager
     def _write(
         self, *, savepoint: bool = False, subject: Subject | None = None
     ) -> Iterator[sqlite3.Connection]:
