@@ -147,6 +147,20 @@ def test_a_bad_answer_is_refused_before_any_run_exists(project: Project) -> None
     assert json.loads(answered.stdout.splitlines()[-1])["state"] == "completed"
 
 
+def test_json_options_that_do_not_parse_say_where_before_any_run_exists(project: Project) -> None:
+    args = project.piflow("run", "ship.workflow.js", "--args", "{topic: 1}")
+    assert (args.returncode, args.stderr.strip().splitlines()[-1]) == (
+        2, "piflow: INVALID_METADATA: --args is not valid JSON: Expecting property name enclosed in double quotes "
+           "at column 2",
+    )
+    budget = project.piflow("run", "ship.workflow.js", "--budget", '{\n  "tokens": {"total": 10},\n}')
+    assert (budget.returncode, budget.stderr.strip().splitlines()[-1]) == (
+        2, "piflow: INVALID_METADATA: --budget is not valid JSON: Expecting property name enclosed in double quotes "
+        "at line 3 column 1"
+    )
+    assert project.runs() == []
+
+
 def test_runs_elsewhere_point_at_the_project_that_has_them(project: Project) -> None:
     project.piflow("run", "ship.workflow.js", "--answer", "ship=reject", check=False)
     outside = project.root.parent

@@ -35,7 +35,8 @@ def json_arg(text: str | None, what: str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise WorkflowError("INVALID_METADATA", f"--{what} is not valid JSON: {exc.msg}") from None
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise WorkflowError("INVALID_METADATA", f"--{what} is not valid JSON: {exc.msg} at {where}") from None
     except RecursionError:  # deeper than Python's decoder goes, far deeper than a script may see
         raise UsageError(f"--{what} {TOO_DEEP}") from None
     problem = value_problem(value)
