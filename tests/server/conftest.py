@@ -113,13 +113,15 @@ class Client(LanguageClient):
     """pytest-lsp's client that also records every notification and server request it gets.
 
     Notification params stay plain JSON (no namedtuples), so `piflow/*` payloads compare as dicts.
-    `answer` decides what a `window/showMessageRequest` is answered with (an action title or None).
+    `answer` decides what a `window/showMessageRequest` is answered with (an action title or None);
+    while `hold_progress` is set and not yet set off, `window/workDoneProgress/create` waits (a slow client).
     """
 
     def __init__(self) -> None:
         super().__init__(converter_factory=get_converter)
         self.log: list[tuple[str, Any]] = []
         self.answer: Callable[[types.ShowMessageRequestParams], str | None] = lambda params: None
+        self.hold_progress: asyncio.Event | None = None
 
     def record(self, method: str, params: Any) -> None:
         self.log.append((method, params))
@@ -157,6 +159,12 @@ def _show_message_request(client: Client, params: types.ShowMessageRequestParams
     return None if title is None else types.MessageActionItem(title=title)
 
 
+async def _create_progress(client: Client, params: types.WorkDoneProgressCreateParams) -> None:
+    if client.hold_progress is not None:
+        await client.hold_progress.wait()
+    DEFAULT_CLIENT_FEATURES[types.WINDOW_WORK_DONE_PROGRESS_CREATE](client, params)
+
+
 def _publish(client: Client, params: types.PublishDiagnosticsParams) -> None:
     client.diagnostics[params.uri] = params.diagnostics
 
@@ -173,6 +181,7 @@ def make_client() -> Client:
         types.WINDOW_SHOW_MESSAGE, lambda c, p: DEFAULT_CLIENT_FEATURES[types.WINDOW_SHOW_MESSAGE](c, p)
     )
     features[types.WINDOW_SHOW_MESSAGE_REQUEST] = _recording(types.WINDOW_SHOW_MESSAGE_REQUEST, _show_message_request)
+    features[types.WINDOW_WORK_DONE_PROGRESS_CREATE] = _create_progress
     features[types.PROGRESS] = _recording(types.PROGRESS, lambda c, p: DEFAULT_CLIENT_FEATURES[types.PROGRESS](c, p))
     features[types.WORKSPACE_DIAGNOSTIC_REFRESH] = _recording(types.WORKSPACE_DIAGNOSTIC_REFRESH)
     features[types.WORKSPACE_CODE_LENS_REFRESH] = _recording(types.WORKSPACE_CODE_LENS_REFRESH)

@@ -125,6 +125,24 @@ async def test_without_a_plugin_checkpoints_are_asked_and_the_end_is_shown(start
     assert not [m for m, _ in client.log if m.startswith("piflow/")]
 
 
+async def test_a_progress_bar_that_begins_late_shows_where_the_run_already_is(start, workspace: Workspace) -> None:
+    client = await start("neovim_0.11")
+    client.hold_progress = asyncio.Event()  # the client is slow to create the run's progress token
+    uri = workspace.uri(workspace.write("haiku.workflow.js", SCRIPT))
+    open_document(client, uri, SCRIPT)
+    run_id = (await press(client, uri, "▶ Run"))["runId"]
+    await client.expect(types.WINDOW_SHOW_MESSAGE_REQUEST)  # dismissed: the run waits at its checkpoint
+    await state_of(client, run_id, "awaiting_input")
+    client.hold_progress.set()
+    report = await client.expect(types.PROGRESS, lambda p: p.value["kind"] == "report")
+    assert report.value["message"] == "awaiting input · phase draft · 1/1 agents"
+    kinds = [p.value["kind"] for p in client.received(types.PROGRESS)]
+    assert kinds[:2] == ["begin", "report"]
+    await execute(client, "piflow.respond", {"runId": run_id, "name": "ship", "approved": True})
+    await client.expect(types.PROGRESS, lambda p: p.value["kind"] == "end")
+    assert client.received(types.PROGRESS)[-1].value == {"kind": "end", "message": "completed"}
+
+
 async def test_pause_resume_and_stop_through_commands(start, workspace: Workspace, slow_fixtures: str) -> None:
     client = await start("vscode_1.95")
     uri = workspace.uri(workspace.write("slow.workflow.js", SLOW))

@@ -86,6 +86,9 @@ class RunNotifications(LanguageFeature):
         self._sent_at: dict[str, float] = {}
         self._tokens: dict[str, str] = {}
         self._began: set[str] = set()
+        self._reports: dict[str, types.WorkDoneProgressReport] = {}
+        """Per run with a progress token: its latest report, told as soon as the client's progress
+        begins (a run can reach its checkpoint before the client has created the token)."""
         self._uris: dict[str, str | None] = {}
         self._announced: dict[str, asyncio.Future[None]] = {}
         self._sending: dict[str, asyncio.Lock] = {}
@@ -175,14 +178,13 @@ class RunNotifications(LanguageFeature):
                     self._sent_agents[run_id] = agents
                 self.server.send_custom(frame)
             token = self._tokens.get(run_id)
-            if token is not None and token in self._began and progress["state"] not in ENDED:
+            if token is not None and progress["state"] not in ENDED:
                 total, settled = progress["agentCounts"]["total"], progress["agentCounts"]["settled"]
-                self.server.work_done_progress.report(
-                    token,
-                    types.WorkDoneProgressReport(
-                        message=progress_message(progress), percentage=int(settled * 100 / total) if total else None
-                    ),
+                report = self._reports[run_id] = types.WorkDoneProgressReport(
+                    message=progress_message(progress), percentage=int(settled * 100 / total) if total else None
                 )
+                if token in self._began:
+                    self.server.work_done_progress.report(token, report)
             return progress
 
     # -- $/progress -----------------------------------------------------------------------------
@@ -207,6 +209,8 @@ class RunNotifications(LanguageFeature):
             token, types.WorkDoneProgressBegin(title=f"Workflow {name}", cancellable=True, message="running")
         )
         self._began.add(token)
+        if (report := self._reports.get(event.run_id)) is not None:
+            self.server.work_done_progress.report(token, report)
         cancelled = self.server.work_done_progress.tokens.get(token)
         if cancelled is not None:
             cancelled.add_done_callback(
@@ -240,7 +244,7 @@ class RunNotifications(LanguageFeature):
         self.server.notify_custom("piflow/runFinished", protocol.RunFinished.model_validate(finished).to_wire())
         self._end(event.run_id, state)
         for table in (self._announced, self._sending, self._sent_at, self._uris, self._sent_agents, self._changed,
-                      self._boards):
+                      self._boards, self._reports):
             table.pop(event.run_id, None)
         if event.own and not self.server.options.custom_notifications:
             self.server.window_show_message(_finished_message(view))
