@@ -88,9 +88,12 @@ async def test_the_model_sees_an_extension_tool_and_piflow_runs_it_in_the_agents
 ) -> None:
     (project / "tickets").mkdir()
     (project / "tickets" / "42.txt").write_text("Login fails on Safari")
+    # The reply after the tool call streams slowly (`delay` before each chunk), as a model's does:
+    # the tool's activity stays shown until it streams, long enough for run_script's store poll to
+    # see it on a loaded machine (a reply at once left `ticket` up for about a millisecond).
     server.script(
         Stream(tool_stream("ticket", {"id": "42"}, call_id="c1")),
-        Stream(text_stream("Ticket 42: login fails on Safari.")),
+        Stream(text_stream("Ticket 42: login fails on Safari."), delay=0.1),
     )
 
     state, result, activities, transcript = await run_script(project, SCRIPT)
