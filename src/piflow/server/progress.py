@@ -142,9 +142,12 @@ class RunNotifications(LanguageFeature):
             announced.set_result(None)
 
     # -- snapshots ----------------------------------------------------------------------------
+    def _shows_progress(self, run_id: str) -> bool:
+        """The client is told this run's progress: as notifications, or on a progress bar."""
+        return self.server.options.custom_notifications or run_id in self._tokens
+
     def _schedule_progress(self, event: RunEvent) -> None:
-        wanted = self.server.options.custom_notifications or event.run_id in self._tokens
-        if not wanted or event.run_id in self._pending:
+        if not self._shows_progress(event.run_id) or event.run_id in self._pending:
             return
         wait = max(0.0, THROTTLE_SECONDS - (time.monotonic() - self._sent_at.get(event.run_id, 0.0)))
         loop = asyncio.get_running_loop()
@@ -257,10 +260,11 @@ class RunNotifications(LanguageFeature):
             run_id=event.run_id, uri=await self._uri(event), name=name, prompt=str(payload.get("prompt", "")),
             context=payload.get("context"),
         )
-        if self.server.options.custom_notifications:
+        if self._shows_progress(event.run_id):
             # a fresh snapshot first (in order with any snapshot already on its way), so a client
             # never sees the run as running after it was asked the question
             await self._send_progress(event.host, event.run_id)
+        if self.server.options.custom_notifications:
             self.server.notify_custom("piflow/checkpoint", question.to_wire())
         elif event.own:
             text = (f"Workflow {payload.get('workflowName', '')} checkpoint {name}: {question.prompt}\n"
