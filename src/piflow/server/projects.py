@@ -50,6 +50,8 @@ SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs")
 """Changes of these files concern the scripts on disk (see `workspace_problems`), not the configuration."""
 _WATCH_ID: Final = "piflow-config-files"
 _generations = itertools.count(1)
+Signature = tuple[tuple[str, int, int], ...]
+"""A watched file's (path, mtime_ns, size), or each of a directory's files'."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ class Project:
     capabilities: Capabilities
     problems: tuple[WorkflowError, ...] = ()
     store: Path | None = None
+    watched: dict[Path, Signature] = field(default_factory=dict)
+    """The signature of each of `watched_files(root)` taken just before the configuration was read:
+    the baseline a polling server compares with, so a change made after the read is never missed."""
 
     def is_script(self, path: str | None) -> bool:
         """Whether `[piflow] scripts` (or `[dialects]`) globs of the project name this file a workflow script."""
@@ -128,32 +133,32 @@ class Project:
                     return registry.path, location.line - 1, location.column - 1
         return None
 
-    @property
-    def watched_files(self) -> list[Path]:
-        """Files whose change makes this configuration stale (role directories are listed too)."""
-        environ = os.environ
-        agent = agent_dir(environ)
-        files = [
-            self.root / PROJECT_CONFIG_NAME,
-            user_config_path(environ),
-            global_settings_path(agent),
-            models_registry_path(agent),
-            global_roles_dir(agent),
-            self.root / ".pi" / WORKFLOWS_DIR_NAME / "settings.json",
-            self.root / ".pi" / WORKFLOWS_DIR_NAME / "roles",
-            agent / "extensions",  # pi extension tools (see config/pi_tools.py)
-            self.root / ".pi" / "extensions",
-        ]
-        return files
+
+def watched_files(root: Path) -> list[Path]:
+    """Files whose change makes a project's configuration stale (role directories are listed too)."""
+    environ = os.environ
+    agent = agent_dir(environ)
+    return [
+        root / PROJECT_CONFIG_NAME,
+        user_config_path(environ),
+        global_settings_path(agent),
+        models_registry_path(agent),
+        global_roles_dir(agent),
+        root / ".pi" / WORKFLOWS_DIR_NAME / "settings.json",
+        root / ".pi" / WORKFLOWS_DIR_NAME / "roles",
+        agent / "extensions",  # pi extension tools (see config/pi_tools.py)
+        root / ".pi" / "extensions",
+    ]
 
 
 def load_project(root: Path) -> Project:
     """Worker thread: read a project's configuration tolerantly (never raises for a broken file)."""
     generation = next(_generations)
+    watched = _signatures(watched_files(root))
     try:
         config = load_config(root, tolerant=True)
     except WorkflowError as error:  # tolerant loads collect problems; this is a last resort
-        return Project(root, generation, None, Capabilities.create(verified_models=False), (error,))
+        return Project(root, generation, None, Capabilities.create(verified_models=False), (error,), watched=watched)
     try:
         store: Path | None = store_path(str(root), tolerant=True)
     except (WorkflowError, OSError):
@@ -165,14 +170,15 @@ def load_project(root: Path) -> Project:
         tools = installed_tool_names()
     except WorkflowError as error:  # a broken extension fails every launch: say so, as for a broken file
         tools, problems = frozenset(), (*problems, error)
-    return Project(root, generation, config, Capabilities.from_config(config, extension_tools=tools), problems, store)
+    return Project(root, generation, config, Capabilities.from_config(config, extension_tools=tools), problems, store,
+                   watched)
 
 
 @dataclass
 class _Poll:
-    signature: tuple[tuple[str, int, int], ...] = ()
+    seen: dict[Path, Signature] = field(default_factory=dict)
+    """Each watched file's signature as last seen (first: as its project's configuration was read)."""
     task: asyncio.Task[None] | None = None
-    files: set[Path] = field(default_factory=set)
 
 
 class Projects(LanguageFeature):
@@ -213,7 +219,8 @@ class Projects(LanguageFeature):
             self._projects.pop(root, None)  # try again next time
             return
         project = future.result()
-        self._poll.files.update(project.watched_files)
+        for path, signature in project.watched.items():
+            self._poll.seen.setdefault(path, signature)  # a file seen before keeps what was seen then
         config = project.config
         if config is not None and config.project.backend == "pi" and root not in self._pi_probes and (
             config.pi_tools is None or not config.pi_tools.current
@@ -303,28 +310,27 @@ class Projects(LanguageFeature):
             self._poll.task = self.server.spawn(self._poll_files())
 
     async def _poll_files(self) -> None:
-        """For clients that cannot watch files for us: compare the files' stat signature."""
+        """For clients that cannot watch files for us: compare the files' stat signatures."""
         while True:
             await asyncio.sleep(POLL_SECONDS)
-            files = sorted(self._poll.files)
-            if not files:
+            seen = dict(self._poll.seen)
+            if not seen:
                 continue
-            signature = await self.server.run_in_thread(_signature, files)
-            if self._poll.signature and signature != self._poll.signature:
-                self._poll.signature = signature
+            now = await self.server.run_in_thread(_signatures, list(seen))
+            self._poll.seen.update(now)
+            if now != seen:
                 self.invalidate("a configuration file changed on disk")
-            else:
-                self._poll.signature = signature
 
     async def shutdown(self) -> None:
         if self._poll.task is not None:
             self._poll.task.cancel()
 
 
-def _signature(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+def _signatures(paths: Iterable[Path]) -> dict[Path, Signature]:
     """Modification time and size of each file, and of each file in each directory."""
-    entries: list[tuple[str, int, int]] = []
+    found: dict[Path, Signature] = {}
     for path in paths:
+        entries: list[tuple[str, int, int]] = []
         try:
             if path.is_dir():
                 for child in sorted(path.iterdir()):
@@ -335,4 +341,5 @@ def _signature(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
                 entries.append((str(path), stat.st_mtime_ns, stat.st_size))
         except OSError:
             entries.append((str(path), -1, -1))
-    return tuple(entries)
+        found[path] = tuple(entries)
+    return found
