@@ -120,7 +120,9 @@ async def test_steering_a_running_attempt_joins_its_next_request(
     server: ChatServer, backend: OpenAIBackend, tmp_path: Path
 ) -> None:
     # `runs.steer` of pi-subagents: the message arrives while a tool runs and is sent with the next turn.
-    server.script(Stream(tool_stream("bash", {"command": "sleep 1"})), Stream(text_stream("Adjusted.")))
+    # The tool runs until the test has steered (a fixed `sleep 1` could end first on a loaded machine).
+    until_steered = "until [ -f steered ]; do sleep 0.05; done"
+    server.script(Stream(tool_stream("bash", {"command": until_steered})), Stream(text_stream("Adjusted.")))
     request = attempt_request(tools=("bash",), cwd=str(tmp_path))
     answers: list[str] = []
 
@@ -128,6 +130,7 @@ async def test_steering_a_running_attempt_joins_its_next_request(
         while len(server.requests) < 1:
             await anyio.sleep(0.01)
         answers.append(await backend.steer(request.agent_id, "Stop after the first file.", "steer"))
+        (tmp_path / "steered").touch()
 
     async with anyio.create_task_group() as group:
         group.start_soon(steer_while_the_tool_runs)

@@ -176,13 +176,26 @@ async def test_usage_of_turns_before_a_failure_stays_recorded(server: ChatServer
     assert control.usage.input == 10
 
 
+async def asked(server: ChatServer) -> None:
+    """Return once the server has the attempt's request: its call is in flight, its connection open.
+    (A fixed wait could end before a loaded machine sent it, and a call never made closes nothing.)"""
+    while not server.requests:
+        await anyio.sleep(0.01)
+
+
 async def test_the_engine_timeout_cancels_the_call_and_closes_the_connection(
     server: ChatServer, backend: OpenAIBackend
 ) -> None:
     server.script(Hang())
 
-    with pytest.raises(TimeoutError), anyio.fail_after(0.3):
-        await backend.run_attempt(attempt_request(), BudgetControl())
+    async def expire(timeout: anyio.CancelScope) -> None:
+        await asked(server)
+        timeout.deadline = anyio.current_time()  # the engine's timeout falls while the reply hangs
+
+    with pytest.raises(TimeoutError), anyio.fail_after(30) as timeout:
+        async with anyio.create_task_group() as group:
+            group.start_soon(expire, timeout)
+            await backend.run_attempt(attempt_request(), BudgetControl())
 
     assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)
 
@@ -193,7 +206,7 @@ async def test_cancelling_an_attempt_closes_the_connection(server: ChatServer, b
 
     async with anyio.create_task_group() as group:
         group.start_soon(backend.run_attempt, attempt_request(), control)
-        await anyio.sleep(0.2)
+        await asked(server)
         group.cancel_scope.cancel()
 
     assert await anyio.to_thread.run_sync(server.disconnected.wait, 5)

@@ -15,6 +15,7 @@ from typing import Any
 from conftest import LaunchFn
 from engine_support import finished, wait_for, write_fixtures
 
+from held import HOLD_MS
 from piflow.engine.engine import Engine
 from piflow.engine.environment import store_path
 from piflow.engine.store import RunStore
@@ -146,7 +147,9 @@ def test_a_resumed_parent_reruns_no_completed_child(project: Path) -> None:
     rules = [{"match": {"label": "lead"}, "spawn": [{"prompt": "quick", "label": "quick"},
                                                     {"prompt": "slow", "label": "slow"}]},
              {"match": {"label": "quick"}, "text": "quick done"},
-             {"match": {"label": "slow"}, "latencyMs": 1500, "text": "slow done"}]
+             {"match": {"label": "slow"}, "latencyMs": HOLD_MS, "text": "slow done"}]
+    # `slow` runs until the kill (a fixed 1.5 s could end unseen on a loaded machine); the resume reads
+    # the fixtures again, where it answers at once
     (project / "fixtures.json").write_text(json.dumps({"responses": rules}))
     with RunStore.open(store_path(str(project))) as store:
         first = _piflow(project, "run", "lead.workflow.js", "--fixtures", "fixtures.json", "--json")
@@ -163,10 +166,13 @@ def test_a_resumed_parent_reruns_no_completed_child(project: Path) -> None:
             assert first.poll() is None, first.communicate()
             time.sleep(0.02)
         else:
+            first.kill()
             raise AssertionError("the children never ran")
         first.send_signal(signal.SIGKILL)
         first.wait()
         assert run_id is not None
+        del rules[-1]["latencyMs"]
+        (project / "fixtures.json").write_text(json.dumps({"responses": rules}))
         resumed = _piflow(project, "resume", run_id[:8], "--json")
         _out, err = resumed.communicate(timeout=90)
         assert resumed.returncode == 0, err

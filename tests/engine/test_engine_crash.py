@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from held import HOLD_MS
 from piflow.engine import events
 from piflow.engine.engine import Engine
 from piflow.engine.environment import store_path
@@ -104,10 +105,10 @@ def _check_no_rerun(store: RunStore, run_id: str, answered_before_kill: bool) ->
 @pytest.mark.parametrize("point", range(KILL_POINTS))
 def test_kill_and_resume_gives_the_uninterrupted_result(point: int, project: Path) -> None:
     (project / "crash.workflow.js").write_text(SCRIPT)
-    # The run's last agent (z's third stage) is slow, so even the last kill point (32 of 33 agents
-    # completed) lands while the run still works, whatever the machine's load.
-    slow_last = {"match": {"prompt": r"^third .*first 3$"}, "latencyMs": 800}
-    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 60}, "responses": [slow_last]}))
+    # The run's last agent (z's third stage) answers only on resume, so even the last kill point (32 of
+    # 33 agents completed) lands while the run still works, whatever the machine's load.
+    held_last = {"match": {"prompt": r"^third .*first 3$"}, "latencyMs": HOLD_MS}
+    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 60}, "responses": [held_last]}))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     kill_after = round(point * (AGENTS - 1) / (KILL_POINTS - 1))  # spread over the whole run
     answered: list[float] = []
@@ -119,6 +120,7 @@ def test_kill_and_resume_gives_the_uninterrupted_result(point: int, project: Pat
         record = store.get_run(run_id)
         assert record is not None
         assert record.state != "completed", "the kill landed after the run had finished"
+        (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 60}}))  # read by the resume
         resumed = _piflow(project, env, "resume", run_id[:8], "--json")
         _drive(resumed, store, run_id, None, answered)
         _out, err = resumed.communicate()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from held import HOLD_MS
 from piflow.engine.environment import store_path
 from piflow.engine.store import RunStore
 from piflow.engine.subagents.calls import SUBAGENT_EMIT
@@ -81,15 +82,16 @@ def _wait(process: subprocess.Popen[str], store: RunStore, kill_after: int | Non
 def test_kill_and_resume_runs_no_completed_child_twice(point: int, project: Path) -> None:
     (project / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n')
     (project / "fleet.workflow.js").write_text(SCRIPT)
-    # The last child is slow, so even the last kill point lands while the run still works.
-    slow_last = {"match": {"label": "final-b"}, "latencyMs": 800}
-    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 40}, "responses": [slow_last]}))
+    # The last child answers only on resume, so even the last kill point lands while the run still works.
+    held_last = {"match": {"label": "final-b"}, "latencyMs": HOLD_MS}
+    (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 40}, "responses": [held_last]}))
     kill_after = round(point * (CHILDREN - 1) / (KILL_POINTS - 1))
     with RunStore.open(store_path(str(project))) as store:
         first = _piflow(project, "run", "fleet.workflow.js", "--fixtures", "fixtures.json", "--json")
         run_id = _wait(first, store, kill_after)
         record = store.get_run(run_id)
         assert record is not None and record.state != "completed", "the kill landed after the run had finished"
+        (project / "fixtures.json").write_text(json.dumps({"defaults": {"latencyMs": 40}}))  # read by the resume
         resumed = _piflow(project, "resume", run_id[:8], "--json")
         _wait(resumed, store, None)
         _out, err = resumed.communicate()

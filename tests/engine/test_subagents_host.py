@@ -16,6 +16,7 @@ import pytest
 from conftest import LaunchFn
 from engine_support import finished
 
+from held import HOLD_MS
 from piflow.engine.engine import Engine
 from piflow.engine.environment import store_path
 from piflow.engine.journal import host_path
@@ -262,18 +263,21 @@ def _lines(project: Path) -> list[str]:
 def test_kill_and_resume_runs_no_completed_host_step_twice(kill_after: list[str], project: Path) -> None:
     (project / "piflow.toml").write_text('[piflow]\nbackend = "scripted"\n')
     (project / "durable.workflow.js").write_text(DURABLE)
-    # The child after each kill point is slow, so the kill lands while the run still works.
-    slow = [{"match": {"key": key}, "latencyMs": 3000} for key in ("mid", "last")]
-    (project / "fixtures.json").write_text(json.dumps({"responses": slow}))
+    # The child after the kill point answers only on resume, so the kill lands while the run still works.
+    held = {"first": "mid", "second": "last"}[kill_after[-1]]
+    (project / "fixtures.json").write_text(json.dumps({"responses": [{"match": {"key": held}, "latencyMs": HOLD_MS}]}))
     with RunStore.open(store_path(str(project))) as store:
         first = _owner(project, "run", "durable.workflow.js", "--fixtures", "fixtures.json", "--json")
         deadline = time.monotonic() + 60
         while _lines(project) != kill_after or not _journaled(store, kill_after[-1]):
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()[1]
+            if first.poll() is not None or time.monotonic() > deadline:
+                first.kill()
+                pytest.fail(f"the run never reached its kill point: {first.communicate()[1]}")
             time.sleep(0.01)
         first.send_signal(signal.SIGKILL)
         first.wait()
         run_id = store.list_runs()[0].id
+        (project / "fixtures.json").write_text(json.dumps({"responses": []}))  # read by the resume
         resumed = _owner(project, "resume", run_id[:8], "--json")
         _out, err = resumed.communicate(timeout=90)
         assert resumed.returncode == 0, err

@@ -64,10 +64,15 @@ async def test_the_models_own_timeout_in_seconds_applies_when_shorter(tmp_path: 
 
 
 async def test_cancelling_the_attempt_kills_the_command(tmp_path: Path) -> None:
-    with anyio.move_on_after(1.5):
-        await bash(tmp_path, "sleep 60 & echo $! > child.pid; sleep 60")
+    pid_file = tmp_path / "child.pid"
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(bash, tmp_path, "sleep 60 & echo $! > child.pid.new; mv child.pid.new child.pid; sleep 60")
+            while not pid_file.exists():  # cancelled once the command runs (a fixed 1.5 s could come first)
+                await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
 
-    child = int((tmp_path / "child.pid").read_text())
+    child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)

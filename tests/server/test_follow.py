@@ -4,13 +4,13 @@ its controls are plain requests on the store (no engine in the server, reads nev
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 
 from conftest import Workspace, open_document
-from test_runs import SLOW, execute, state_of
+from test_runs import SLOW, execute, latencies, state_of
 
+from held import HOLD_MS
 from piflow.engine import events
 from piflow.engine.store import EventRecord, RunStore, default_store_path
 from piflow.server.runs import fold_agent_changes
@@ -36,11 +36,11 @@ async def test_a_store_that_could_not_be_read_for_a_while_is_followed_again(star
 async def test_a_killed_owner_ends_the_run_in_the_editor_and_stop_cancels_its_agent(
     start, workspace: Workspace
 ) -> None:
-    fixtures = workspace.write("slow.fixtures.json", json.dumps({"defaults": {"latencyMs": 5000}}))
+    fixtures = latencies(workspace, first=HOLD_MS)  # `first` runs until the test kills its owner
     client = await start("vscode_1.95", customNotifications=True)
     uri = workspace.uri(workspace.write("slow.workflow.js", SLOW))
     open_document(client, uri, SLOW)
-    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": str(fixtures)}))["runId"]
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": fixtures}))["runId"]
     await client.expect("piflow/runProgress", lambda p: p["runId"] == run_id and p["agents"]
                         and p["agents"][0]["state"] == "running")
     path = default_store_path(workspace.project, workspace.env)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from conftest import Workspace, open_document
-from test_runs import SCRIPT, SLOW, execute, state_of
+from test_runs import SCRIPT, SLOW, execute, latencies, state_of
 
+from held import HOLD_MS
 from piflow.engine.owner import EDITOR_RUN_NICENESS
 
 AGENT_KEYS = ("id", "label", "role", "model", "state", "attempts", "tokens", "costUsd", "activity", "parentId")
@@ -148,11 +149,11 @@ def _processes(argument: str) -> list[int]:
 async def test_a_run_launched_from_the_editor_runs_at_a_lower_priority_than_typing(
     start, workspace: Workspace
 ) -> None:
-    fixtures = workspace.write("slow.fixtures.json", json.dumps({"defaults": {"latencyMs": 800}}))
+    fixtures = latencies(workspace, first=HOLD_MS)  # the owner and its worker live until the test stops the run
     client = await start("vscode_1.95")
     uri = workspace.uri(workspace.write("nice.workflow.js", SLOW))
     open_document(client, uri, SLOW)
-    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": str(fixtures)}))["runId"]
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": fixtures}))["runId"]
     await state_of(client, run_id, "running")
     owners = [pid for pid in _processes("--owner-process") if os.readlink(f"/proc/{pid}/cwd") == str(workspace.project)]
     assert owners, "no owner process found for the run"
@@ -161,3 +162,4 @@ async def test_a_run_launched_from_the_editor_runs_at_a_lower_priority_than_typi
     assert [_niceness(pid) for pid in owners] == [lower]
     assert workers and all(_niceness(pid) == lower for pid in workers)
     await execute(client, "piflow.stop", {"runId": run_id})
+    await state_of(client, run_id, "stopped")

@@ -15,6 +15,7 @@ from conftest import Client, Workspace, open_document
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from held import HOLD_MS
 from piflow.engine.store import RunStore, default_store_path
 
 SCRIPT = """phase("draft");
@@ -63,10 +64,11 @@ async def state_of(client: Client, run_id: str, *wanted: str, timeout: float = 3
     return await asyncio.wait_for(wait(), timeout)
 
 
-@pytest.fixture
-def slow_fixtures(workspace: Workspace) -> str:
-    path = workspace.write("slow.fixtures.json", json.dumps({"defaults": {"latencyMs": 400}}))
-    return str(path)
+def latencies(workspace: Workspace, **by_label: int) -> str:
+    """A fixture file where each named agent takes its latency (ms) and the others answer at once.
+    A resume reads its run's fixture file again, so a rewrite changes what the next owner answers."""
+    rules = [{"match": {"label": label}, "latencyMs": ms} for label, ms in by_label.items()]
+    return str(workspace.write("slow.fixtures.json", json.dumps({"responses": rules})))
 
 
 async def test_run_from_a_lens_reports_progress_and_asks_the_plugin(start, workspace: Workspace) -> None:
@@ -142,11 +144,15 @@ async def test_a_progress_bar_that_begins_late_shows_where_the_run_already_is(st
     assert client.received(types.PROGRESS)[-1].value == {"kind": "end", "message": "completed"}
 
 
-async def test_pause_resume_and_stop_through_commands(start, workspace: Workspace, slow_fixtures: str) -> None:
+async def test_pause_resume_and_stop_through_commands(start, workspace: Workspace) -> None:
     client = await start("vscode_1.95")
     uri = workspace.uri(workspace.write("slow.workflow.js", SLOW))
     open_document(client, uri, SLOW)
-    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": slow_fixtures}))["runId"]
+    # The pause lands while `first` runs (the owner reads requests every 0.2 s, and a pause lets the
+    # running agent finish): 3 s of it is a margin for a loaded machine, where 400 ms per agent was not.
+    # `third` holds the resumed run until the test stops it, so the stop always finds it running.
+    fixtures = latencies(workspace, first=3000, third=HOLD_MS)
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": fixtures}))["runId"]
     await state_of(client, run_id, "running")
     assert "⏸ Pause" in await titles(client, uri)
     assert (await press(client, uri, "⏸ Pause"))["runId"] == run_id
@@ -168,19 +174,21 @@ async def test_pause_resume_and_stop_through_commands(start, workspace: Workspac
 
 
 async def test_a_run_whose_owner_was_interrupted_resumes_from_the_editor(
-    start, workspace: Workspace, slow_fixtures: str
+    start, workspace: Workspace
 ) -> None:
     """An owner that ends (SIGTERM) leaves its run interrupted; ↻ Resume starts a new owner."""
     client = await start("vscode_1.95", customNotifications=True)
     uri = workspace.uri(workspace.write("slow.workflow.js", SLOW))
     open_document(client, uri, SLOW)
-    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": slow_fixtures}))["runId"]
+    fixtures = latencies(workspace, first=HOLD_MS)  # the run has its owner until the test ends it
+    run_id = (await execute(client, "piflow.run", {"uri": uri, "fixtures": fixtures}))["runId"]
     await state_of(client, run_id, "running")
     with RunStore.open(default_store_path(workspace.project, workspace.env)) as store:
         owner = store.lease_owner(run_id)
     assert owner is not None
     os.kill(owner[0], signal.SIGTERM)
     assert (await state_of(client, run_id, "interrupted"))["state"] == "interrupted"
+    latencies(workspace)  # the resumed run's agents answer at once
     assert f"↻ Resume {run_id[:8]} (interrupted)" in await titles(client, uri)
     assert (await press(client, uri, "↻ Resume"))["state"] == "running"
     finished = await client.expect("piflow/runFinished", lambda p: p["runId"] == run_id and p["state"] == "completed",

@@ -244,7 +244,9 @@ return [first.output, second.output, third.output];
 
 
 async def test_pause_and_resume_lenses_control_a_subagents_run(start, workspace: Workspace) -> None:
-    workspace.write("slow.fixtures.json", json.dumps({"defaults": {"latencyMs": 400}}))
+    # The pause lands while `first` runs (the owner reads requests every 0.2 s, and a pause lets the
+    # running child finish): 3 s of it is a margin for a loaded machine, where 400 ms per child was not.
+    workspace.write("slow.fixtures.json", json.dumps({"responses": [{"match": {"key": "first"}, "latencyMs": 3000}]}))
     workspace.write("piflow.toml", '[piflow]\nbackend = "scripted"\n\n[scripted]\nfixtures = "slow.fixtures.json"\n')
     client = await start("vscode_1.95")
     uri = workspace.uri(workspace.write("sequence.workflow.js", SEQUENCE))
