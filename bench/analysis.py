@@ -8,7 +8,9 @@ new document and its findings, as on opening a file), `free` (releasing that doc
 findings afterwards, which nobody waits for but is CPU time), `analyze` after a one-character edit,
 and `preflight` with the exact syntax check (what launch, resume and save pay). Each operation's
 result is released after the clock stops. The same script with one broken line is measured separately (`broken`): it
-times error recovery, not the normal path.
+times error recovery, not the normal path. So is the same script with an unclosed block a third of the way down
+(`unclosed`, `if (ready) {` never closed: the rest of the file is one statement with an error), where `incremental`
+types in the middle of the swallowed statements and `header` in the unclosed block's own line.
 Bars: 1,000 lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms.
 
 Wall time on a shared machine is noisy; `--instructions` counts instructions instead (valgrind's
@@ -42,6 +44,7 @@ from tree_sitter import Language, Parser
 
 from piflow.analysis import Capabilities, Finding, ScriptDocument, analyze_document, preflight
 from piflow.analysis.dialects import detect_dialect
+from piflow.errors import WorkflowError
 
 CAPABILITIES = Capabilities.create(
     models=["openai/gpt-5.1", "anthropic/claude-sonnet-4.5"],
@@ -117,6 +120,28 @@ def broken(text: str) -> str:
     return "\n".join(rows)
 
 
+UNCLOSED = "if (ready) {"
+
+
+def unclosed(text: str) -> str:
+    """`text` with `if (ready) {` (never closed) before the first statement a third of the way down, a
+    padding line dropped to keep the size: a missing `}` makes the rest of the file one statement."""
+    rows = text.split("\n")
+    at = len(rows) // 3
+    while not rows[at].startswith(("const ", "phase(")):
+        at += 1
+    rows.insert(at, UNCLOSED)
+    rows.remove(next(row for row in reversed(rows) if row.startswith('log("padding ')))
+    return "\n".join(rows)
+
+
+VARIANTS = {
+    "valid": script,
+    "broken": lambda lines: broken(script(lines)),
+    "unclosed": lambda lines: unclosed(script(lines)),
+}
+
+
 def samples_ms(action: Callable[[], object], runs: int) -> list[float]:
     """The milliseconds each run of `action` takes to return its result (a document, a tree): what the
     caller waits for. Releasing the result is left out (`free` times it on its own)."""
@@ -172,27 +197,49 @@ def sample(text: str, runs: int, with_preflight: bool) -> dict[str, list[float]]
     results = {"parse": samples_ms(lambda: parser.parse(data), runs)}
     results["full"] = samples_ms(lambda: analysed(text), runs)
     results["free"] = free_ms(text, runs)
+    rows = text.split("\n")
+    results["incremental"] = keystroke_samples(text, len(rows) // 2, runs)
+    if UNCLOSED in rows:
+        results["header"] = keystroke_samples(text, rows.index(UNCLOSED), runs)
+    if with_preflight:
+        # A fresh text each run (a trailing comment), so the syntax verdict cache never answers.
+        fresh = (f"{text}// run {n}\n" for n in itertools.count())
+        results["preflight"] = samples_ms(lambda: preflighted(next(fresh)), max(3, runs // 5))
+    return results
+
+
+def keystroke(line: int, text: str) -> tuple[int, int]:
+    """Where `incremental` types in `line`: after its first quote (or its first parenthesis)."""
+    row = text.split("\n")[line]
+    quote = row.find('"')
+    return line, quote + 1 if quote >= 0 else max(row.find("(") + 1, 0)
+
+
+def keystroke_samples(text: str, line: int, runs: int) -> list[float]:
+    """`analyze` of an open document after typing one character at `keystroke(line)`, then deleting it."""
     document = ScriptDocument(text)
     analyze_document(document, CAPABILITIES)
-    middle = document.index.line_count // 2
-    line_text = text.split("\n")[middle]
-    column = max(line_text.find('"') + 1, 0)
+    line, column = keystroke(line, text)
     toggle = [True]
 
     def edit() -> None:
         if toggle[0]:
-            document.apply_change(middle, column, middle, column, "x")
+            document.apply_change(line, column, line, column, "x")
         else:
-            document.apply_change(middle, column, middle, column + 1, "")
+            document.apply_change(line, column, line, column + 1, "")
         toggle[0] = not toggle[0]
         analyze_document(document, CAPABILITIES)
 
-    results["incremental"] = samples_ms(edit, runs)
-    if with_preflight:
-        # A fresh text each run (a trailing comment), so the syntax verdict cache never answers.
-        fresh = (f"{text}// run {n}\n" for n in itertools.count())
-        results["preflight"] = samples_ms(lambda: preflight(next(fresh), CAPABILITIES), max(3, runs // 5))
-    return results
+    return samples_ms(edit, runs)
+
+
+def preflighted(text: str) -> str | None:
+    """`preflight` of `text`: its error message, if it has one (the broken variants do)."""
+    try:
+        preflight(text, CAPABILITIES)
+    except WorkflowError as error:
+        return error.message
+    return None
 
 
 def check_valid(text: str) -> None:
@@ -203,13 +250,13 @@ def check_valid(text: str) -> None:
     preflight(text, CAPABILITIES)
 
 
-def report(label: str, results: dict[str, Timing], lines: int) -> bool:
+def report(label: str, results: dict[str, Timing], lines: int, bars: bool = True) -> bool:
     """One line: median (min) of each timing, its bar's verdict, and full `analyze` as a multiple of
     the raw parse (issue 15's target: about 3x)."""
     failed = False
     parts = []
     for kind, value in results.items():
-        bar = BARS.get((lines, kind)) if label != "broken" else None
+        bar = BARS.get((lines, kind)) if bars else None
         verdict = "" if bar is None else (" ok" if value.median <= bar else f" OVER {bar:.0f} ms")
         failed = failed or (bar is not None and value.median > bar)
         parts.append(f"{kind} {value.median:7.2f} ({value.best:6.2f}) ms{verdict}")
@@ -219,20 +266,21 @@ def report(label: str, results: dict[str, Timing], lines: int) -> bool:
     return failed
 
 
-PHASES = ("none", "parse", "document", "facts", "full", "incremental", "preflight")
+PHASES = ("none", "parse", "document", "facts", "full", "incremental", "header", "preflight")
 
 
-def run_phase(phase: str, lines: int, repeats: int) -> None:
+def run_phase(phase: str, lines: int, repeats: int, variant: str) -> None:
     """What `--instructions` counts: the set-up (script, imports, an analysed open document, one
-    preflight), then `repeats` times the phase's operation; phase `none` is the set-up alone."""
-    text = script(lines)
+    preflight), then `repeats` times the phase's operation; phase `none` is the set-up alone.
+    `header` types in the unclosed block's line (the `unclosed` variant), `incremental` in the middle."""
+    text = VARIANTS[variant](lines)
     data = text.encode()
     parser = Parser(Language(tree_sitter_javascript.language()))
     document = ScriptDocument(text)
     analyze_document(document, CAPABILITIES)
-    preflight(f"{text}// warm-up\n", CAPABILITIES)
-    middle = document.index.line_count // 2
-    column = max(text.split("\n")[middle].find('"') + 1, 0)
+    preflighted(f"{text}// warm-up\n")
+    rows = text.split("\n")
+    line, column = keystroke(rows.index(UNCLOSED) if phase == "header" else len(rows) // 2, text)
     walk = detect_dialect(data, None).walk
     for repeat in range(repeats if phase != "none" else 0):
         if phase == "parse":
@@ -241,41 +289,43 @@ def run_phase(phase: str, lines: int, repeats: int) -> None:
             ScriptDocument(text)
         elif phase == "facts":
             ScriptDocument(text).facts(walk)
-        elif phase == "incremental":  # type one character, then delete it (as `measure` does)
+        elif phase in ("incremental", "header"):  # type one character, then delete it (as `measure` does)
             end = column + (repeat % 2)
-            document.apply_change(middle, column, middle, end, "" if repeat % 2 else "x")
+            document.apply_change(line, column, line, end, "" if repeat % 2 else "x")
             analyze_document(document, CAPABILITIES)
         elif phase == "preflight":
-            preflight(f"{text}// run {repeat}\n", CAPABILITIES)
+            preflighted(f"{text}// run {repeat}\n")
         else:
             analyze_document(ScriptDocument(text), CAPABILITIES)
 
 
-def instructions(lines: int, repeats: int) -> None:
+def instructions(lines: int, repeats: int, variant: str) -> None:
     """One line of millions of instructions per operation, each phase in its own callgrind run."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     counts = {}
-    for phase in PHASES:
+    phases = [phase for phase in PHASES if phase != "header" or variant == "unclosed"]
+    for phase in phases:
         command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-        command += ["--phase", phase, "--sizes", str(lines), "--runs", str(repeats)]
+        command += ["--phase", phase, "--sizes", str(lines), "--runs", str(repeats), "--variant", variant]
         environment = {**os.environ, "PYTHONHASHSEED": "0"}
         output = subprocess.run(command, capture_output=True, text=True, env=environment, check=True).stderr
         found = re.search(r"Collected : (\d+)", output)
         if found is None:
             raise SystemExit(f"no instruction count from callgrind:\n{output}")
         counts[phase] = int(found.group(1))
-    per = {phase: (counts[phase] - counts["none"]) / repeats / 1e6 for phase in PHASES}
+    per = {phase: (counts[phase] - counts["none"]) / repeats / 1e6 for phase in phases}
+    header = f" | header {per['header']:7.1f} M" if "header" in per else ""
     print(
-        f"{lines:>5} lines  valid: parse {per['parse']:7.1f} M | document {per['document']:7.1f} M"
+        f"{lines:>5} lines {variant:>8}: parse {per['parse']:7.1f} M | document {per['document']:7.1f} M"
         f" | facts walk {per['facts'] - per['document']:7.1f} M | rules {per['full'] - per['facts']:7.1f} M"
         f" | full {per['full']:7.1f} M | full/parse {per['full'] / per['parse']:4.2f}x"
-        f" | incremental {per['incremental']:7.1f} M | preflight {per['preflight']:7.1f} M"
+        f" | incremental {per['incremental']:7.1f} M{header} | preflight {per['preflight']:7.1f} M"
     )
 
 
-def against(baseline: Path, sizes: list[int], runs: int, with_preflight: bool) -> None:
+def against(baseline: Path, sizes: list[int], runs: int, with_preflight: bool, variant: str) -> None:
     """Both trees measured in alternating rounds of separate processes (`--samples`), so both see
     the same load: one line per tree and size."""
     compileall.compile_dir(baseline, quiet=1)  # (a copied tree's bytecode is stale)
@@ -286,12 +336,13 @@ def against(baseline: Path, sizes: list[int], runs: int, with_preflight: bool) -
         for _ in range(rounds):
             for tree, environment in trees.items():
                 command = [sys.executable, __file__, "--samples", "--sizes", str(lines), "--runs", str(runs // rounds)]
+                command += ["--variant", variant]
                 command += [] if with_preflight else ["--no-preflight"]
                 output = subprocess.run(command, capture_output=True, text=True, env=environment, check=True).stdout
                 for kind, values in json.loads(output).items():
                     found[tree].setdefault(kind, []).extend(values)
         for tree, results in found.items():
-            report(tree, {kind: Timing.of(values) for kind, values in results.items()}, lines)
+            report(tree, {kind: Timing.of(values) for kind, values in results.items()}, lines, variant == "valid")
 
 
 def main() -> int:
@@ -303,21 +354,24 @@ def main() -> int:
         "--instructions", action="store_true", help="count instructions with callgrind (--runs: repeats, e.g. 3)"
     )
     parser.add_argument("--against", type=Path, metavar="DIR", help="a baseline tree to alternate with (its src/)")
+    parser.add_argument(
+        "--variant", choices=VARIANTS, default="valid", help="the script --instructions and --against measure"
+    )
     parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
     parser.add_argument("--samples", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase is not None:
-        run_phase(args.phase, args.sizes[0], args.runs)
+        run_phase(args.phase, args.sizes[0], args.runs, args.variant)
         return 0
-    if args.samples:  # one round of `--against`: the valid script's samples, as JSON
-        print(json.dumps(sample(script(args.sizes[0]), args.runs, not args.no_preflight)))
+    if args.samples:  # one round of `--against`: the variant's samples, as JSON
+        print(json.dumps(sample(VARIANTS[args.variant](args.sizes[0]), args.runs, not args.no_preflight)))
         return 0
     if args.against is not None:
-        against(args.against, args.sizes, args.runs, not args.no_preflight)
+        against(args.against, args.sizes, args.runs, not args.no_preflight, args.variant)
         return 0
     if args.instructions:
         for lines in args.sizes:
-            instructions(lines, args.runs)
+            instructions(lines, args.runs, args.variant)
         return 0
     failed = False
     for lines in args.sizes:
@@ -325,7 +379,8 @@ def main() -> int:
         assert text.count("\n") == lines, (lines, text.count("\n"))
         check_valid(text)
         failed = report("valid", measure(text, args.runs, not args.no_preflight), lines) or failed
-        report("broken", measure(broken(text), args.runs, False), lines)
+        report("broken", measure(broken(text), args.runs, False), lines, bars=False)
+        report("unclosed", measure(unclosed(text), args.runs, False), lines, bars=False)
     return 1 if failed else 0
 
 

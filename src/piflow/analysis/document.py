@@ -3,8 +3,10 @@
 The language server keeps one `ScriptDocument` per open file and calls `apply_change` on every
 edit: tree-sitter re-parses only what changed, and the facts of every top-level statement whose
 text did not change are reused (they are position-independent), so re-analysis after a keystroke
-costs one statement's walk plus the rules. A document nobody types in can `release` its tree and
-facts (the server does for all but the last few it used); they are rebuilt when next needed.
+costs one statement's walk plus the rules. A top-level statement with errors is walked afresh, in
+pieces: the statements of its blocks that walk alone as in place are reused as well (a missing `}`
+makes the rest of the file one such statement). A document nobody types in can `release` its tree
+and facts (the server does for all but the last few it used); they are rebuilt when next needed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from piflow.analysis.facts import (
 from piflow.analysis.jsliterals import JS_WHITESPACE
 from piflow.analysis.positions import TextIndex
 from piflow.analysis.syntax import F, K, named_items, new_parser, node_text
-from piflow.analysis.walker import StatementWalker, WalkConfig
+from piflow.analysis.walker import Pieces, StatementWalker, WalkConfig
 
 T = TypeVar("T")
 
@@ -66,6 +68,7 @@ class ScriptDocument:
         self.uri = uri
         self.version = version
         self._cache: dict[tuple[int, bytes], StatementFacts] = {}
+        self._pieces: Pieces = {}
         self._cache_config: WalkConfig | None = None
         self.rule_memo: Any = None
         """What the rules keep about the cached facts' calls (`rules.RuleMemo`), released with them."""
@@ -100,7 +103,7 @@ class ScriptDocument:
         """Let go of what only the next edit or feature needs, for a document nobody is typing in:
         the tree (three quarters of an idle document's memory, parsed again when asked for) and the
         statement facts (its next analysis walks every statement afresh)."""
-        self._cache, self._cache_config, self.rule_memo = {}, None, None
+        self._cache, self._pieces, self._cache_config, self.rule_memo = {}, {}, None, None
         self._tree = self._root_node = None
         self.__dict__.pop("header", None)  # (its node holds the tree)
 
@@ -213,22 +216,26 @@ class ScriptDocument:
     def facts(self, config: WalkConfig) -> DocumentFacts:
         """The facts of every body statement, reusing those of statements whose text is unchanged."""
         walker: StatementWalker | None = None
-        cache = self._cache if self._cache_config == config else {}
+        same = self._cache_config == config
+        cache, pieces = (self._cache, self._pieces) if same else ({}, {})
         fresh: dict[tuple[int, bytes], StatementFacts] = {}
+        fresh_pieces: Pieces = {}
         placed: list[Placed[StatementFacts]] = []
         data = self.data
         for statement in self.statements():
+            if statement.has_error:  # walked afresh (its recovery and messages depend on context), in pieces
+                walker = walker or StatementWalker(data, config)
+                placed.extend(walker.walk_pieces(statement, pieces, fresh_pieces))
+                continue
             key = (statement.kind_id, data[statement.start_byte : statement.end_byte])
-            # a statement with errors is walked afresh: its recovery and messages depend on context
-            facts = None if statement.has_error else cache.get(key) or fresh.get(key)
+            facts = cache.get(key) or fresh.get(key)
             if facts is None:
                 walker = walker or StatementWalker(data, config)
                 facts = walker.walk(statement)
-            if not statement.has_error:
-                fresh[key] = facts
+            fresh[key] = facts
             placed.append(Placed(statement.start_byte, facts))
-        if len(fresh) < _CACHE_LIMIT:
-            self._cache, self._cache_config = fresh, config
+        if len(fresh) + len(fresh_pieces) < _CACHE_LIMIT:
+            self._cache, self._pieces, self._cache_config = fresh, fresh_pieces, config
         return DocumentFacts(placed, config)
 
 
@@ -239,7 +246,9 @@ def _point(data: bytes, offset: int) -> Point:
 
 
 class DocumentFacts:
-    """The placed facts of a document, with the few views that need all statements at once."""
+    """The placed facts of a document, with the few views that need all statements at once.
+
+    One item per top-level statement, or several in source order for one with errors (its pieces)."""
 
     def __init__(self, statements: list[Placed[StatementFacts]], config: WalkConfig) -> None:
         self.statements = statements

@@ -4,7 +4,8 @@ The walk follows the reference's view of the tree (acorn ESTree): which calls ar
 is `calls`' answer, shared with the worker's instrumentation and the editor features. Besides the
 facts rules need (workflow calls, notable identifiers, top-level returns, async functions), the
 walk runs the early-error checks of `early_errors.EarlyErrors`, and a dialect may gather its own
-facts on the way (`DialectFacts`, named by its `WalkConfig`).
+facts on the way (`DialectFacts`, named by its `WalkConfig`). A statement with errors is walked in
+pieces (`StatementWalker.walk_pieces`), so that its unchanged parts are reused after an edit.
 
 Speed (DESIGN section 11): the walk visits named nodes (tokens only under an error), dispatching on
 a table indexed by node kind. Visiting every node from Python costs about as much as the parse
@@ -47,6 +48,7 @@ from piflow.analysis.facts import (
     CallFact,
     Execution,
     NameUse,
+    Placed,
     StatementFacts,
     StructureScope,
     TopLevelReturn,
@@ -173,15 +175,50 @@ class DialectFacts:
     def call(self, node: Node, start: int, callee: Node, arguments: Node) -> None:
         """A call (`start`, `callee`, `arguments` as `calls.direct_call` sees them)."""
 
-    def finish(self, statement: Node) -> tuple[object, ...]:
+    def finish(self, statement: Node | None) -> tuple[object, ...]:
+        """The facts gathered; `statement`: the top-level statement walked, None when what was walked
+        is a piece of one that does not begin it (`StatementWalker.walk_pieces`)."""
         return ()
 
 
 _Table = list[Callable[[Node], bool] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A statement of a block walked alone (`StatementWalker.walk_pieces`): its facts (None when it
+    has syntax issues: their recovery may look past it, so it is walked with its surroundings) and
+    the names it declares in the scopes around it."""
+
+    facts: StatementFacts | None
+    declares: tuple[tuple[int, frozenset[str], frozenset[str], frozenset[str], frozenset[str]], ...]
+    """(scope depth, lexical, vars, functions, all three)"""
+
+
+PieceKey = tuple[int, bytes, tuple[object, ...]]
+"""A piece's kind, text and context (`StatementWalker._context`)."""
+Pieces = dict[PieceKey, Piece]
+_NOTHING: Final = StatementFacts()
+
+
+@dataclass(slots=True)
+class _Cutting:
+    """The statement `walk_pieces` walks, its pieces so far, and where it finds and keeps them."""
+
+    statement: Node
+    reuse: Pieces
+    fresh: Pieces
+    placed: list[Placed[StatementFacts]]
+    first: bool = True  # (nothing placed yet: the first part is the statement's beginning)
+
+
 class StatementWalker(EarlyErrors):
     """Collects `StatementFacts` for one top-level statement (spans relative to its start)."""
+
+    _pieces: _Cutting | None = None
+    """What `walk_pieces` is walking: a class default, so that a walker that never walks pieces keeps
+    29 attributes (with a 30th, CPython 3.11 stops sharing the walker's attribute keys, and reading
+    any attribute costs more: 3 % of the walk)."""
 
     def __init__(self, data: bytes, config: WalkConfig) -> None:
         self.data = data
@@ -189,7 +226,7 @@ class StatementWalker(EarlyErrors):
         self.base = 0
         self._handlers: dict[int, Callable[[Node], bool]] = {}
         self._gated: list[tuple[frozenset[int], Callable[[Node], bool], int, bool]] = []
-        self._tables: dict[int, _Table] = {}
+        self._tables: dict[tuple[int, bool], _Table] = {}
         self._possible: int | None = None  # the whole text's markers, once a statement is walked
         self._register()
 
@@ -244,11 +281,13 @@ class StatementWalker(EarlyErrors):
             (K.ARRAY_PATTERN | K.OBJECT_PATTERN | K.FORMAL_PARAMETERS, self._rest_comma, _REST_MARK, False),
         ]
 
-    def _table(self, markers: int) -> _Table:
-        """The handler of each node kind (by id) for a statement with these markers, built once per
-        combination: None (no handler: descend), `_name` (identifiers, checked in `_walk`), `_leaf`
-        (do not descend) or a handler saying whether to descend."""
-        table = self._tables.get(markers)
+    def _table(self, markers: int, cut: bool = False) -> _Table:
+        """The handler of each node kind (by id) for a statement with these markers (`cut`: whose
+        blocks cut their statements out, for `walk_pieces`), built once per combination: None (no
+        handler: descend), `_name` (identifiers, checked in `_walk`), `_leaf` (do not descend) or a
+        handler saying whether to descend."""
+        key = (markers, cut)
+        table = self._tables.get(key)
         if table is None:
             handlers = dict(self._handlers)
             for kinds, handler, gate, leaf in self._gated:
@@ -257,33 +296,72 @@ class StatementWalker(EarlyErrors):
                 elif leaf:
                     handlers.update(dict.fromkeys(kinds, _leaf))
             handlers.update(dict.fromkeys(_NAME_KINDS, _name))
-            table = self._tables[markers] = [handlers.get(kind) for kind in range(LANGUAGE.node_kind_count)]
+            if cut:
+                handlers.update(dict.fromkeys(K.STATEMENT_BLOCK, self._statement_block))
+            table = self._tables[key] = [handlers.get(kind) for kind in range(LANGUAGE.node_kind_count)]
         return table
 
     # -- entry point -------------------------------------------------------------------------------
 
     def walk(self, statement: Node) -> StatementFacts:
+        """The facts of a top-level statement."""
+        self._begin(statement)
+        self._walk((statement,))
+        return self._collected(statement)
+
+    def walk_pieces(self, statement: Node, reuse: Pieces, fresh: Pieces) -> list[Placed[StatementFacts]]:
+        """The facts of a top-level statement (one with errors) in pieces, in source order: each
+        statement of its blocks that walks alone as it does in place is a piece of its own (taken
+        from `reuse` when its text and context are unchanged; every piece met is put in `fresh`),
+        and the rest of the statement the pieces in between. A missing `}` makes the rest of the
+        file one statement: typing in it walks only the statement typed in."""
+        cutting = self._pieces = _Cutting(statement, reuse, fresh, [])
+        try:
+            self._begin(statement, pieces=True)
+            self._walk((statement,))
+            self._cut()
+        finally:
+            self._pieces = None
+        return cutting.placed
+
+    def _begin(self, statement: Node, pieces: bool = False) -> None:
+        """Start the walk of a top-level statement."""
+        self._begin_errors()
+        self._execution: Execution = "sequential"
+        self._structure: tuple[StructureScope, ...] = ()
+        self._exits: list[tuple[int, Callable[[], None]]] = []
+        self._depth = 0
+        self._enter(statement, pieces)
+
+    def _enter(self, statement: Node, pieces: bool = False) -> None:
+        """Collect the facts of `statement` from here on (spans relative to its start). `pieces`: for
+        `walk_pieces`, with the whole text's markers (searching the statement's text would cost a
+        keystroke more than the checks they spare in what is left of it between its pieces)."""
         self.base = statement.start_byte
         self._end = statement.end_byte
         self._has_error = statement.has_error
         possible = self._possible
         if possible is None:  # (a statement's markers are among its text's: most texts have few)
             possible = self._possible = _markers(self.data, 0, len(self.data))
-        self._markers = markers = _markers(self.data, self.base, self._end, possible)
-        self._dispatch = self._table(markers)
-        self._begin_errors()
+        if pieces:
+            self._markers = possible
+            self._dispatch = self._table(possible, cut=True)
+        else:
+            self._markers = markers = _markers(self.data, self.base, self._end, possible)
+            self._dispatch = self._table(markers)
         self._calls: list[CallFact] = []
         self._reserved: list[NameUse] = []
         self._indirect: list[NameUse] = []
+        self._syntax = []
+        self._declarations = []
+        self._regexes = []
         self._async: list[AsyncFunction] = []
         self._returns: list[TopLevelReturn] = []
         gatherer = self.config.dialect_facts
         self._dialect = None if gatherer is None else gatherer(self.data, self.base)
-        self._execution: Execution = "sequential"
-        self._structure: tuple[StructureScope, ...] = ()
-        self._exits: list[tuple[int, Callable[[], None]]] = []
-        self._depth = 0
-        self._walk((statement,))
+
+    def _collected(self, statement: Node | None) -> StatementFacts:
+        """The facts collected since `_enter` (`statement`: as `DialectFacts.finish` takes it)."""
         dialect = () if self._dialect is None else self._dialect.finish(statement)
         return StatementFacts(
             tuple(sorted(self._calls, key=_START)),
@@ -296,6 +374,96 @@ class StatementWalker(EarlyErrors):
             tuple(self._returns),
             dialect,
         )
+
+    # -- pieces (`walk_pieces`) ---------------------------------------------------------------------
+
+    def _statement_block(self, node: Node) -> bool:
+        """A block's scope, and its statements one by one, each a piece when it can be."""
+        self._block(node)
+        pending: list[Node] = []  # walked in place, together
+        for child in node.children if self._has_error and node.has_error else node.named_children:
+            if child.is_named and not child.has_error and child.kind_id not in K.COMMENT:
+                if pending:
+                    self._walk(pending)
+                    pending = []
+                if self._piece(child):
+                    continue
+            pending.append(child)
+        if pending:
+            self._walk(pending)
+        return False
+
+    def _context(self) -> tuple[object, ...]:
+        """What the walk of a statement depends on besides its text: the functions, jump targets,
+        classes and workflow structure around it, and the kinds of its enclosing scopes (the names
+        declared in them are checked by `_piece`)."""
+        return (
+            tuple(self._functions),
+            tuple(self._jumps),
+            tuple(self._classes),
+            self._execution,
+            self._structure,
+            tuple([(scope.var_scope, scope.function_scope, scope.simple_catch) for scope in self._scopes]),
+        )
+
+    def _piece(self, statement: Node) -> bool:
+        """Place `statement` (in a block, without errors) as a piece, unless it has syntax issues or
+        declares a name its enclosing scopes already hold (walked alone, with those scopes empty,
+        it could then differ from its walk in place: the caller walks it in place)."""
+        cutting = self._pieces
+        assert cutting is not None
+        key = (statement.kind_id, self.data[statement.start_byte : statement.end_byte], self._context())
+        piece = cutting.fresh.get(key) or cutting.reuse.get(key) or self._alone(statement)
+        cutting.fresh[key] = piece
+        if piece.facts is None:
+            return False
+        scopes = self._scopes
+        for depth, _, _, _, names in piece.declares:
+            scope, disjoint = scopes[depth], names.isdisjoint
+            if not (disjoint(scope.lexical) and disjoint(scope.vars) and disjoint(scope.functions)):
+                return False
+        for depth, lexical, variables, functions, _ in piece.declares:
+            scope = scopes[depth]
+            scope.lexical |= lexical
+            scope.vars |= variables
+            scope.functions |= functions
+        if piece.facts is not _NOTHING:  # (a statement without facts needs no place)
+            self._cut()
+            cutting.placed.append(Placed(statement.start_byte, piece.facts))
+        return True
+
+    def _alone(self, statement: Node) -> Piece:
+        """Walk `statement` on its own, in the current context with every enclosing scope emptied."""
+        outer = (self.base, self._end, self._has_error, self._markers, self._dispatch, self._scopes, self._pieces)
+        facts = (self._calls, self._reserved, self._indirect, self._syntax, self._declarations, self._regexes)
+        more = (self._async, self._returns, self._dialect)
+        scopes = self._scopes = [Scope(scope.var_scope, scope.function_scope, scope.simple_catch) for scope in outer[5]]
+        self._pieces = None
+        self._enter(statement)
+        self._walk((statement,))
+        found = self._collected(None)
+        self.base, self._end, self._has_error, self._markers, self._dispatch, self._scopes, self._pieces = outer
+        self._calls, self._reserved, self._indirect, self._syntax, self._declarations, self._regexes = facts
+        self._async, self._returns, self._dialect = more
+        declares = tuple(
+            (depth, frozenset(scope.lexical), frozenset(scope.vars), frozenset(scope.functions), names)
+            for depth, scope in enumerate(scopes)
+            if (names := frozenset(scope.lexical | scope.vars | scope.functions))
+        )
+        return Piece(None if found.syntax else _NOTHING if found == _NOTHING else found, declares)
+
+    def _cut(self) -> None:
+        """Place what the top-level statement collected since its last piece (if anything)."""
+        cutting = self._pieces
+        assert cutting is not None
+        lists = (self._calls, self._reserved, self._indirect, self._syntax, self._declarations, self._regexes)
+        if self._dialect is None and not any(lists) and not (self._async or self._returns):
+            return
+        facts = self._collected(cutting.statement if cutting.first else None)
+        cutting.first = False
+        if facts != _NOTHING:
+            cutting.placed.append(Placed(self.base, facts))
+        self._enter(cutting.statement, pieces=True)
 
     def _walk(self, roots: Iterable[Node]) -> None:
         """Depth-first over each of `roots` in turn; handlers may defer an action to a node's exit.

@@ -81,8 +81,8 @@ class SubagentsFacts(DialectFacts):
             )
         )
 
-    def finish(self, statement: Node) -> tuple[object, ...]:
-        binding = self._runs_all_binding(statement)
+    def finish(self, statement: Node | None) -> tuple[object, ...]:
+        binding = self._runs_all_binding(statement) if statement is not None else []
         return (*self._calls, *binding)
 
     def _runs_all_binding(self, statement: Node) -> list[RunsAllBinding]:
