@@ -10,7 +10,8 @@ and `preflight` with the exact syntax check (what launch, resume and save pay). 
 result is released after the clock stops. The same script with one broken line is measured separately (`broken`): it
 times error recovery, not the normal path. So is the same script with an unclosed block a third of the way down
 (`unclosed`, `if (ready) {` never closed: the rest of the file is one statement with an error), where `incremental`
-types in the middle of the swallowed statements and `header` in the unclosed block's own line.
+types in the middle of the swallowed statements and `header` in the unclosed block's own line. And the valid script
+with its body wrapped in one `try { ... } catch` (`wrapped`): one large clean statement, typed in the middle of.
 Bars: 1,000 lines full <= 25 ms and incremental <= 10 ms, 5,000 lines full <= 150 ms.
 
 Wall time on a shared machine is noisy; `--instructions` counts instructions instead (valgrind's
@@ -135,10 +136,20 @@ def unclosed(text: str) -> str:
     return "\n".join(rows)
 
 
+def wrapped(text: str) -> str:
+    """`text` with everything after its `meta` line inside one `try { ... } catch (error) { throw error; }`,
+    two padding lines dropped to keep the size: a valid script whose body is one large statement."""
+    rows = text.split("\n")
+    for _ in range(2):
+        rows.remove(next(row for row in reversed(rows) if row.startswith('log("padding ')))
+    return "\n".join([rows[0], "try {", *rows[1:-1], "} catch (error) { throw error; }", rows[-1]])
+
+
 VARIANTS = {
     "valid": script,
     "broken": lambda lines: broken(script(lines)),
     "unclosed": lambda lines: unclosed(script(lines)),
+    "wrapped": lambda lines: wrapped(script(lines)),
 }
 
 
@@ -381,6 +392,7 @@ def main() -> int:
         failed = report("valid", measure(text, args.runs, not args.no_preflight), lines) or failed
         report("broken", measure(broken(text), args.runs, False), lines, bars=False)
         report("unclosed", measure(unclosed(text), args.runs, False), lines, bars=False)
+        report("wrapped", measure(wrapped(text), args.runs, False), lines, bars=False)
     return 1 if failed else 0
 
 

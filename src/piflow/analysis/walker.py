@@ -4,8 +4,9 @@ The walk follows the reference's view of the tree (acorn ESTree): which calls ar
 is `calls`' answer, shared with the worker's instrumentation and the editor features. Besides the
 facts rules need (workflow calls, notable identifiers, top-level returns, async functions), the
 walk runs the early-error checks of `early_errors.EarlyErrors`, and a dialect may gather its own
-facts on the way (`DialectFacts`, named by its `WalkConfig`). A statement with errors is walked in
-pieces (`StatementWalker.walk_pieces`), so that its unchanged parts are reused after an edit.
+facts on the way (`DialectFacts`, named by its `WalkConfig`). A statement with errors, or a large
+one, is walked in pieces (`StatementWalker.walk_pieces`), so that its unchanged parts are reused after
+an edit.
 
 Speed (DESIGN section 11): the walk visits named nodes (tokens only under an error), dispatching on
 a table indexed by node kind. Visiting every node from Python costs about as much as the parse
@@ -310,11 +311,12 @@ class StatementWalker(EarlyErrors):
         return self._collected(statement)
 
     def walk_pieces(self, statement: Node, reuse: Pieces, fresh: Pieces) -> list[Placed[StatementFacts]]:
-        """The facts of a top-level statement (one with errors) in pieces, in source order: each
-        statement of its blocks that walks alone as it does in place is a piece of its own (taken
-        from `reuse` when its text and context are unchanged; every piece met is put in `fresh`),
-        and the rest of the statement the pieces in between. A missing `}` makes the rest of the
-        file one statement: typing in it walks only the statement typed in."""
+        """The facts of a top-level statement (one with errors, or a large one) in pieces, in source
+        order: each statement of its blocks that walks alone as it does in place is a piece of its
+        own (taken from `reuse` when its text and context are unchanged; every piece met is put in
+        `fresh`), and the rest of the statement the pieces in between. A missing `}` makes the rest
+        of the file one statement, and a script wrapped in one `try` is one: typing in it walks only
+        the statement typed in."""
         cutting = self._pieces = _Cutting(statement, reuse, fresh, [])
         try:
             self._begin(statement, pieces=True)
