@@ -212,17 +212,25 @@ def check_piflow_store(connection: sqlite3.Connection, location: str) -> None:
     A store path can come from configuration, so it may name another application's database:
     switching that to WAL or adding tables to it would damage it. piflow's own are marked with
     `APPLICATION_ID`; besides those only an empty database (a new store) and a version-1 store
-    from before the mark (piflow's tables, no mark) are accepted. Reads only.
+    from before the mark (piflow's tables, no mark) are accepted. Reads only, in one read
+    transaction: another process may be creating the same new store, and a mark read before its
+    migration commits with tables read after it looked like another application's database.
     """
+    connection.execute("BEGIN")
     try:
         application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+        version = schema_version(connection)
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        objects = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.OperationalError:  # (locked, unreadable: the store's own error says so)
+        raise
     except sqlite3.DatabaseError as error:
         raise _not_a_store(location, f"not a SQLite database ({error})") from None
+    finally:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
     if application_id == APPLICATION_ID:
         return
-    version = schema_version(connection)
-    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    objects = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
     if application_id == 0 and ((version == 0 and objects == 0) or (version == 1 and tables >= _V1_TABLES)):
         return
     what = f"application id {application_id:#x}" if application_id else f"tables {', '.join(sorted(tables)) or 'none'}"
