@@ -212,7 +212,12 @@ def test_an_unchanged_cold_resume_neither_analyses_the_script_nor_loads_quickjs(
              # backends take 55-65 ms to import)
              "piflow.engine.agents", "piflow.engine.children", "piflow.engine.backends.base",
              "piflow.engine.backends.scripted",
-             "piflow.engine.backends.openai", "piflow.engine.backends.pi"]
+             "piflow.engine.backends.openai", "piflow.engine.backends.pi",
+             # a resume makes no run id: its lease token needs no `uuid` (which loads `platform`)
+             "uuid", "platform",
+             # nor does it show an agent's details (only `piflow show` and an editor's Show Agent do), and
+             # without an installed extension no extension's functions, variables or tools are made
+             "piflow.engine.agent_details", "piflow.engine.extension_parts"]
     assert loaded(code, heavy, tmp_path) == []
 
 

@@ -27,7 +27,6 @@ from piflow.engine.store import AttemptSetup, DamagedRecord, RunStore, StoreErro
 from piflow.engine.store.store import MIN_RUN_PREFIX
 from piflow.engine.subagents.progress import host_words, stage_words
 from piflow.engine.views import (
-    AgentDetailView,
     AgentView,
     RunView,
     attention_key,
@@ -40,6 +39,7 @@ from piflow.executors import add_executor_option, executor_for
 from piflow.view_wire import outcome_json, run_json, summary_json
 
 if TYPE_CHECKING:
+    from piflow.engine.agent_details import AgentDetailView
     from piflow.engine.subagents.views import SubagentsView
 
 _FINISHED_STATES = frozenset({RunState.COMPLETED, RunState.STOPPED, RunState.FAILED})
@@ -227,7 +227,7 @@ def format_run(view: RunView) -> str:
     if view.agent_list:
         lines.append("Agents:")
     for number, depth, detail in _ownership_order(view.agent_list):
-        agent = detail.agent if isinstance(detail, AgentDetailView) else detail
+        agent = detail if isinstance(detail, AgentView) else detail.agent
         attempts = agent.attempts
         pad = "  " * depth
         lines.append(
@@ -236,9 +236,9 @@ def format_run(view: RunView) -> str:
         )
         if agent.error:
             lines.append(f"     {pad}error: {agent.error['code']}: {agent.error['message']}")
-        elif isinstance(detail, AgentDetailView) and detail.output.preview is not None:
+        elif not isinstance(detail, AgentView) and detail.output.preview is not None:
             lines.append(f"     {pad}output: {detail.output.preview}")
-        if not isinstance(detail, AgentDetailView):
+        if isinstance(detail, AgentView):
             continue
         for attempt in detail.attempt_list[:-1]:  # earlier attempts only say why they were retried
             if attempt.error is not None:
@@ -282,17 +282,17 @@ def _ownership_order(
     """The agents as an ownership tree (spec J.5): each child right under its parent, one level
     deeper; `(number in launch order, depth, agent)`."""
     numbered = list(enumerate(agent_list, start=1))
-    ids = {(d.agent if isinstance(d, AgentDetailView) else d).id for d in agent_list}
+    ids = {(d if isinstance(d, AgentView) else d.agent).id for d in agent_list}
     children: dict[str | None, list[tuple[int, AgentDetailView | AgentView]]] = {}
     for number, detail in numbered:
-        parent = (detail.agent if isinstance(detail, AgentDetailView) else detail).parent_id
+        parent = (detail if isinstance(detail, AgentView) else detail.agent).parent_id
         children.setdefault(parent if parent in ids else None, []).append((number, detail))
     ordered: list[tuple[int, int, AgentDetailView | AgentView]] = []
 
     def visit(parent: str | None, depth: int) -> None:
         for number, detail in children.get(parent, []):
             ordered.append((number, depth, detail))
-            visit((detail.agent if isinstance(detail, AgentDetailView) else detail).id, depth + 1)
+            visit((detail if isinstance(detail, AgentView) else detail.agent).id, depth + 1)
 
     visit(None, 0)
     return ordered

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from piflow.engine.views import AgentDetailView
+from piflow.engine.views import AgentView
 
-if TYPE_CHECKING:  # annotations only: `piflow run --json` need not load the control and pi-subagents views
+if TYPE_CHECKING:  # annotations only: `piflow run --json` need not load the control, details and pi-subagents views
+    from piflow.engine.agent_details import AgentDetailView, AttemptView
     from piflow.engine.control import ControlOutcome
     from piflow.engine.store import AttemptSetup
     from piflow.engine.subagents.views import LaneBoardView, SubagentsView
-    from piflow.engine.views import AgentView, AttemptView, RunSummaryView, RunView
+    from piflow.engine.views import RunSummaryView, RunView
 
 
 def agent_json(agent: AgentView) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def run_json(view: RunView) -> dict[str, Any]:
             "error": view.error,
             "warnings": view.warnings,
             "agentList": [
-                agent_detail_json(a) if isinstance(a, AgentDetailView) else agent_json(a) for a in view.agent_list
+                agent_json(a) if isinstance(a, AgentView) else agent_detail_json(a) for a in view.agent_list
             ],
             "budget": {"limits": budget.limits, "version": budget.version, "usage": budget.usage,
                        "events": budget.events},

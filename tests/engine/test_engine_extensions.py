@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from engine_support import EmbeddedRuns, Runs, awaiting, executor, finished, serve_workers, wait_for
 
+from piflow.engine.agent_details import AgentDetailView
 from piflow.engine.engine import Engine, LaunchRequest
 from piflow.engine.extensions import ExtensionRegistry, load_extensions
 from piflow.engine.functions import FunctionContext
 from piflow.engine.store import RunStore
-from piflow.engine.views import AgentDetailView
 from piflow.errors import WorkflowError
 
 CONFORMANCE_EXTENSION = '''

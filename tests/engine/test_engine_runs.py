@@ -10,11 +10,12 @@ import pytest
 from engine_support import EmbeddedRuns, Runs, RunScript, awaiting, finished, wait_for, write_fixtures
 
 from piflow.engine import events
+from piflow.engine.agent_details import AgentDetailView
 from piflow.engine.control import ControlOutcome
 from piflow.engine.engine import Engine
 from piflow.engine.lifecycle import CheckpointState
 from piflow.engine.store import RunStore
-from piflow.engine.views import AgentDetailView, CheckpointView
+from piflow.engine.views import CheckpointView
 from piflow.errors import WorkflowError
 
 FAN_OUT = """

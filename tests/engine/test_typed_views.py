@@ -1,8 +1,9 @@
 """The engine answers with typed views; the camelCase wire shapes are built at the edges (issue 9).
 
 What this covers, exactly:
-- `engine/views.py` builds no dict with a camelCase key at all (literal, `dict(...)` keywords, or
-  an item assignment), and none of its public functions is annotated to return a dict;
+- `engine/views.py` and `engine/agent_details.py` build no dict with a camelCase key at all
+  (literal, `dict(...)` keywords, or an item assignment), and none of their public functions is
+  annotated to return a dict;
 - the control replies (`control.stop`, `control.answer_checkpoint`, `Engine.stop/respond/resume`)
   are annotated to return `ControlOutcome`, not dicts;
 - no module under `engine/` builds a dict using a key that only the view and control-reply wire
@@ -78,9 +79,11 @@ def returns(tree: ast.AST) -> dict[str, str]:
 
 
 def test_views_build_no_camelcase_dicts_and_return_no_dicts() -> None:
-    tree = _parse(ENGINE / "views.py")
-    assert [(line, key) for line, key in dict_keys(tree) if CAMEL.match(key)] == []
-    public = {name: annotation for name, annotation in returns(tree).items() if not name.startswith("_")}
+    public: dict[str, str] = {}
+    for module in ("views.py", "agent_details.py"):
+        tree = _parse(ENGINE / module)
+        assert [(line, key) for line, key in dict_keys(tree) if CAMEL.match(key)] == [], module
+        public.update({name: annotation for name, annotation in returns(tree).items() if not name.startswith("_")})
     assert {"run_view", "run_summary", "agent_view", "agent_details", "agent_detail"} <= public.keys()
     assert [name for name, annotation in public.items() if "dict" in annotation] == []
 

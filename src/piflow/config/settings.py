@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +136,8 @@ def save_model_aliases(path: str | os.PathLike[str], aliases: Mapping[str, str])
 
 def atomic_write_text(path: str, text: str, mode: int = 0o600) -> None:
     """Write `text` to `path` through a temp file in the same directory and an atomic rename."""
+    import uuid  # loads `platform`: only a write pays for it, not every launch and resume reading settings
+
     temp = f"{path}.{os.getpid()}.{uuid.uuid4()}.tmp"
     descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import os
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -78,7 +77,7 @@ class Engine:
         self._early_worker = early_worker
         self.bus = bus or events.EventBus()
         self.scheduler = FairScheduler()
-        self.token = uuid.uuid4().hex
+        self.token = os.urandom(16).hex()  # this engine's leases: as random as a UUID4, without `uuid`
         self._environment = environment
         self._notify_hook = notify
         self._extensions = extensions
@@ -171,7 +170,7 @@ class Engine:
                                  self.extensions.agent_tools())
         now = time.time()
         record = RunRecord(
-            id=str(uuid.uuid4()),
+            id=_new_id(),
             workflow_name=name,
             script_path=request.script_path,
             cwd=request.cwd,
@@ -433,7 +432,7 @@ class Engine:
             raise WorkflowError("RESUME_INCOMPATIBLE",
                                 "Every exhausted hard budget must be raised above retained usage or removed")
         if budget_relaxed(current, proposed):
-            proposal_id = str(uuid.uuid4())
+            proposal_id = _new_id()
             payload = {"kind": "budget", "proposalId": proposal_id, "runId": record.id, "consumed": usage,
                        "previous": current, "proposed": proposed, "budgetVersion": record.budget_version}
             self.store.put_decision(DecisionRecord(run_id=record.id, proposal_id=proposal_id, kind="budget",
@@ -548,6 +547,13 @@ async def _with_current_pi_tools(env: LaunchEnvironment) -> LaunchEnvironment:
     except WorkflowError:
         return env
     return env.with_pi_tools(tools.names)
+
+
+def _new_id() -> str:
+    """A new run or proposal id (a UUID4). `uuid` loads `platform` (~1.5 ms): a resume makes no id."""
+    import uuid
+
+    return str(uuid.uuid4())
 
 
 def _default_name(script_path: str | None) -> str:

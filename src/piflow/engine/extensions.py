@@ -3,7 +3,8 @@
 Extensions are Python packages exposing an object in the entry-point group `piflow.extensions`:
 a mapping in the reference's `registerWorkflowExtension` shape, or a callable returning one. piflow
 adds one key, `tools`: Python functions agents on non-pi backends may call like `read` or `bash`.
-Registration is atomic and happens once per process, before the first run (then it is frozen).
+Registration is atomic and happens once per process, before the first run (then it is frozen);
+what is registered is held as `extension_parts`' classes, loaded only when an extension registers.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from piflow.jsvalues import is_plain_json
 
 if TYPE_CHECKING:
     from piflow.analysis.launch import RegisteredWorkflow
+    from piflow.engine.extension_parts import ExtensionTool, WorkflowFunction, WorkflowVariable
     from piflow.engine.functions import AbortSignal, FunctionContext
     from piflow.engine.setup_hooks import AgentSetupHook
-    from piflow.engine.tools.arguments import Arguments
-    from piflow.engine.tools.registry import Tool, ToolCallContext
+    from piflow.engine.tools.registry import Tool
 
 ENTRY_POINT_GROUP: Final = "piflow.extensions"
 RESERVED_GLOBALS: Final = frozenset(
@@ -44,114 +45,6 @@ _EXTENSION_KEYS: Final = frozenset({"version", "headline", "description", "funct
                                     "agentSetupHooks", "tools"})
 _TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What chat-completions APIs accept as a function name."""
-
-Runner = Callable[[Any, "FunctionContext"], Any]
-Resolver = Callable[[Mapping[str, Any]], Any]
-"""A variable's `resolve(run)`: the run's facts (`cwd`, `runId`, `workflow`, `args`, `signal`)."""
-
-
-@dataclass(frozen=True)
-class WorkflowFunction:
-    """A function an extension registered for scripts to call (spec L.3): its schemas and runner."""
-
-    name: str
-    description: str
-    input: dict[str, Any]
-    output: dict[str, Any]
-    run: Runner
-    extension: str
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """What an extension tool's `run(input, context)` gets besides its input.
-
-    `cwd` is the calling agent's working directory (its worktree when it has one): the process's
-    own directory is shared by every agent, so a tool resolves its paths against `cwd`.
-    """
-
-    cwd: str
-    timeout_ms: int | None
-
-
-ToolRunner = Callable[[dict[str, Any], ToolContext], Any]
-
-
-@dataclass(frozen=True)
-class ExtensionTool:
-    """A tool an extension gives agents: the model sees `description` and `input`, piflow runs `run`.
-
-    A call happens inside an agent attempt, so it is recorded in the attempt's transcript (like
-    `bash`), not in the run journal: a completed attempt is never re-run, and an interrupted one
-    starts over, tool calls included.
-    """
-
-    name: str
-    description: str
-    input: dict[str, Any]
-    run: ToolRunner
-    extension: str
-
-    def agent_tool(self) -> Tool:
-        """This tool for the tool runtime of non-pi backends."""
-        from piflow.engine.tools.registry import Tool
-
-        return Tool(self.name, self.description, self.input, self._call, lambda _args: self.name)
-
-    async def _call(self, context: ToolCallContext, args: Arguments) -> str:
-        """One call: input checked against the schema, a time limit, every failure a tool error."""
-        import anyio
-
-        from piflow.engine.tools.confinement import ToolError
-
-        if not _check_value(args.values, self.input):
-            raise ToolError(f"Invalid input for {self.name}: it must match the tool's input schema")
-        value, limit = json.loads(json.dumps(args.values)), context.timeout_ms
-        tool_context = ToolContext(str(context.workspace.root), limit)
-        try:
-            with anyio.fail_after(None if limit is None else limit / 1000):
-                if inspect.iscoroutinefunction(self.run):
-                    output = await self.run(value, tool_context)
-                else:  # plain code runs on a thread: a slow tool never stalls the run's other agents
-                    output = await anyio.to_thread.run_sync(self.run, value, tool_context, abandon_on_cancel=True)
-                    output = await output if inspect.isawaitable(output) else output
-        except TimeoutError:
-            raise ToolError(f"Tool '{self.name}' exceeded its timeout of {limit}ms.") from None
-        except ToolError:
-            raise
-        except Exception as exc:  # an extension bug is the model's tool error, with the extension's message
-            raise ToolError(f"{self.name} failed: {str(exc) or type(exc).__name__}") from None
-        return _tool_text(self.name, output)
-
-
-def _tool_text(name: str, output: Any) -> str:
-    """A tool's reply as the model reads it: text as is, JSON values serialized, capped as pi caps."""
-    from piflow.engine.tools.confinement import ToolError
-    from piflow.engine.tools.output import MAX_BYTES, MAX_LINES, head, size
-
-    if isinstance(output, str):
-        text = output
-    elif is_plain_json(output):
-        text = json.dumps(output, ensure_ascii=False)
-    else:
-        raise ToolError(f"{name} returned a value that is not JSON")
-    capped = head(text.split("\n"))
-    if not capped.truncated:
-        return text
-    cap = f"{size(MAX_BYTES)} limit" if capped.by_bytes else f"{MAX_LINES} lines limit"
-    return "\n".join(capped.lines) + f"\n\n[Showing {len(capped.lines)} of {capped.total} lines ({cap}).]"
-
-
-@dataclass(frozen=True)
-class WorkflowVariable:
-    """A variable an extension registered, resolved for each execution of a script (spec L.4)."""
-
-    name: str
-    description: str
-    schema: dict[str, Any]
-    resolve: Resolver
-    extension: str
-
 
 def _blank(value: Any) -> bool:
     return not isinstance(value, str) or not value.strip()
@@ -208,6 +101,8 @@ class ExtensionRegistry:
         self.headlines[source] = (str(ext["version"]), str(ext["headline"]), str(ext["description"]))
 
     def _function(self, name: str, spec: Any, source: str) -> WorkflowFunction:
+        from piflow.engine.extension_parts import WorkflowFunction
+
         if not isinstance(spec, Mapping) or set(spec) - {"description", "input", "output", "run"} \
                 or _blank(spec.get("description")) or not callable(spec.get("run")):
             raise _metadata(f"Invalid workflow function: {name}")
@@ -218,6 +113,8 @@ class ExtensionRegistry:
         return WorkflowFunction(name, spec["description"], schema_in, schema_out, spec["run"], source)
 
     def _variable(self, name: str, spec: Any, source: str) -> WorkflowVariable:
+        from piflow.engine.extension_parts import WorkflowVariable
+
         if not isinstance(spec, Mapping) or set(spec) - {"description", "schema", "resolve"} \
                 or _blank(spec.get("description")) or not callable(spec.get("resolve")):
             raise _metadata(f"Invalid workflow variable: {name}")
@@ -235,6 +132,7 @@ class ExtensionRegistry:
         return hook
 
     def _tool(self, name: str, spec: Any, source: str) -> ExtensionTool:
+        from piflow.engine.extension_parts import ExtensionTool
         from piflow.engine.tools.registry import BUILTIN_TOOL_NAMES, CHILD_TOOL_NAMES
 
         if not isinstance(name, str) or not _TOOL_NAME.match(name) or not isinstance(spec, Mapping) \
@@ -331,7 +229,8 @@ def installed_tool_names() -> frozenset[str]:
     return frozenset(load_extensions().tools)
 
 
-def _check_value(value: Any, schema: dict[str, Any]) -> bool:
+def check_value(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether `value` is plain JSON matching `schema` (what an extension takes and gives back)."""
     from piflow.engine.agents import schema_accepts
 
     return is_plain_json(value) and schema_accepts(schema, value)
@@ -351,18 +250,18 @@ async def run_function(function: WorkflowFunction, value: Any, context: Function
         raise
     except Exception as exc:  # an extension bug fails the call with its message
         raise WorkflowError("INTERNAL_ERROR", str(exc) or type(exc).__name__) from None
-    if not _check_value(output, function.output):
+    if not check_value(output, function.output):
         raise WorkflowError("RESULT_INVALID", f"Invalid output from {function.name}")
     return output
 
 
 def check_input(function: WorkflowFunction, value: Any) -> None:
-    if not isinstance(value, dict) or not _check_value(value, function.input):
+    if not isinstance(value, dict) or not check_value(value, function.input):
         raise WorkflowError("RESULT_INVALID", f"Invalid input for {function.name}")
 
 
 def check_replay(function: WorkflowFunction, value: Any) -> Any:
-    if not _check_value(value, function.output):
+    if not check_value(value, function.output):
         raise WorkflowError("RESULT_INVALID", f"Invalid replay for {function.name}")
     return value
 
@@ -381,7 +280,7 @@ async def resolve_variables(
     async def resolve(variable: WorkflowVariable) -> None:
         try:
             value = await call_extension(variable.resolve, run)
-            if not _check_value(value, variable.schema):
+            if not check_value(value, variable.schema):
                 raise WorkflowError("RESULT_INVALID", f"Invalid output from {variable.name}")
         except WorkflowError as exc:
             failure = WorkflowError(exc.code, f"{variable.name}: {exc.message}")

@@ -23,7 +23,6 @@ import anyio
 
 from piflow.engine.extensions import (
     ExtensionRegistry,
-    WorkflowFunction,
     call_extension,
     check_input,
     check_replay,
@@ -38,6 +37,7 @@ from piflow.jsvalues import is_plain_json, js_trim
 
 if TYPE_CHECKING:
     from piflow.engine.calls import CallServer
+    from piflow.engine.extension_parts import WorkflowFunction
     from piflow.engine.runs import ActiveRun
 
 _SCOPE: ContextVar[tuple[str, ...]] = ContextVar("piflow_function_scope", default=())

@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -465,6 +464,8 @@ def delete_run(store: RunStore, run_id: str) -> RemovedWorktrees:
     record = store.get_run(run_id)
     if record is None:
         raise WorkflowError("RESUME_INCOMPATIBLE", f"Unknown workflow run: {run_id}")
+    import uuid  # loads `platform`: only a deletion pays for it, not every run
+
     token = f"delete-{uuid.uuid4().hex}"
     store.acquire_lease(run_id, token, os.getpid())
     try:

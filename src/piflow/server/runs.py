@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 from pygls.uris import from_fs_path, to_fs_path
 
 from piflow.engine import control, events
+from piflow.engine.agent_details import agent_detail
 from piflow.engine.environment import project_root
 from piflow.engine.feed import BATCH, FEED_INTERVAL, ChangeFeed
 from piflow.engine.lifecycle import AGENT_SETTLED, ENDED, AgentState, RunState
@@ -39,7 +40,6 @@ from piflow.engine.owner import EDITOR_RUN_NICENESS, start_owner
 from piflow.engine.store import EventRecord, RunRecord, RunStore
 from piflow.engine.views import (
     AgentView,
-    agent_detail,
     agent_view,
     attention_key,
     observed_run,

@@ -19,6 +19,7 @@ from piflow.analysis.budget import (
     validate_budget,
     validate_budget_patch,
 )
+from piflow.engine.agent_details import AgentDetailView, agent_detail_view
 from piflow.engine.control import ControlOutcome
 from piflow.engine.environment import load_environment
 from piflow.engine.lifecycle import (
@@ -49,14 +50,12 @@ from piflow.engine.temporal.wire import (
 )
 from piflow.engine.views import (
     OUTPUT_INLINE_BYTES,
-    AgentDetailView,
     AgentView,
     BudgetView,
     CheckpointView,
     ProposalView,
     RunSummaryView,
     RunView,
-    agent_detail_view,
     agent_view,
 )
 from piflow.errors import WorkflowError
