@@ -5,16 +5,14 @@ stay those of a fresh analysis, its pieces together those of its walk whole."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
-from test_unclosed_block import AWKWARD, CAPS, STAGE, Editor, _kind, _shifted
+from test_unclosed_block import AWKWARD, CAPS, STAGE, Editor, assert_pieces_are_the_whole_walk
+from tree_sitter import Node
 
 from piflow.analysis import ScriptDocument, analyze, analyze_document
 from piflow.analysis.dialects import dialect as named_dialect
 from piflow.analysis.dialects import dialect_names
 from piflow.analysis.document import _PIECES_FROM
-from piflow.analysis.walker import StatementWalker
 
 META = 'export const meta = { name: "big", description: "typing in one large statement" };\n'
 WORK = (
@@ -38,7 +36,7 @@ def wrapped(name: str, work: str = WORK) -> str:
     return META + opener + work + closer
 
 
-def big_statement(document: ScriptDocument) -> object:
+def big_statement(document: ScriptDocument) -> Node:
     statement = max(document.statements(), key=lambda node: node.end_byte - node.start_byte)
     assert not statement.has_error and statement.end_byte - statement.start_byte >= _PIECES_FROM
     return statement
@@ -102,18 +100,7 @@ BINDING = (
 def test_the_pieces_of_a_big_valid_statement_are_its_facts_walked_whole(text: str) -> None:
     document = ScriptDocument(text)
     statement = big_statement(document)
-    for name in dialect_names():
-        walk = named_dialect(name).walk
-        whole = StatementWalker(document.data, walk).walk(statement)
-        pieces = StatementWalker(document.data, walk).walk_pieces(statement, {}, {})
-        assert len(pieces) > 10
-        flat = [_shifted(facts, base - statement.start_byte) for base, facts in ((p.base, p.fact) for p in pieces)]
-        for field in dataclasses.fields(whole):
-            found = [item for facts in flat for item in getattr(facts, field.name)]
-            expected = list(getattr(whole, field.name))
-            if field.name == "dialect":  # (read by kind, `DocumentFacts.dialect`: each kind in order)
-                found, expected = sorted(found, key=_kind), sorted(expected, key=_kind)
-            assert repr(found) == repr(expected), (name, field.name)
+    assert_pieces_are_the_whole_walk(document, statement, more_than=10)
     assert Editor(text, "pi-subagents").messages() == [
         finding.message for finding in analyze(text, CAPS, dialect="pi-subagents")
     ]

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tree_sitter import Node
 
 from piflow.analysis import Capabilities, ScriptDocument, analyze, analyze_document
 from piflow.analysis.dialects import dialect as named_dialect
@@ -150,11 +151,16 @@ def test_the_pieces_of_a_statement_are_its_facts_walked_whole(text: str) -> None
     document = ScriptDocument(text)
     statement = max(document.statements(), key=lambda node: node.end_byte - node.start_byte)
     assert statement.has_error
+    assert_pieces_are_the_whole_walk(document, statement, more_than=1)
+
+
+def assert_pieces_are_the_whole_walk(document: ScriptDocument, statement: Node, more_than: int) -> None:
+    """`statement` walked in pieces (more than `more_than`) gives its whole walk's facts, in every dialect."""
     for name in dialect_names():
         walk = named_dialect(name).walk
         whole = StatementWalker(document.data, walk).walk(statement)
         pieces = StatementWalker(document.data, walk).walk_pieces(statement, {}, {})
-        assert len(pieces) > 1
+        assert len(pieces) > more_than
         flat = [_shifted(facts, base - statement.start_byte) for base, facts in ((p.base, p.fact) for p in pieces)]
         for field in dataclasses.fields(whole):
             found = [item for facts in flat for item in getattr(facts, field.name)]
